@@ -1,0 +1,29 @@
+# The README's quick start: `make demo` and `make test` work on a fresh machine
+# with only Python 3.11+ and access to the package registry.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: demo test bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+demo: $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
+	$(BIN)/python examples/quickstart.py
+
+test: $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e ".[test]"
+	$(BIN)/python -m pytest
+
+bench: $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e ".[test]"
+	-$(BIN)/python -m pip install --quiet autograd
+	-$(BIN)/python -m pip install --quiet torch==2.13.0
+	-$(BIN)/python -m pip install --quiet jax jaxlib
+	$(BIN)/python benchmarks/run.py
+
+clean:
+	rm -rf $(VENV) build src/*.egg-info

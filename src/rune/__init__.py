@@ -1,0 +1,23 @@
+"""rune: composable function transformations for plain NumPy code.
+
+>>> import numpy as np, rune
+>>> rune.grad(lambda x: np.sum(np.tanh(x) ** 2))(np.array([0.0, 1.0]))
+array([0.        , 0.63970001])
+"""
+
+from . import numpy_api as _numpy_api
+from . import rules as _rules  # noqa: F401  (registers every rule)
+from . import tree
+from .core import TracerConversionError, BatchedControlFlowError, PerformanceWarning
+from .reverse import grad, value_and_grad, vjp, stop_gradient
+from .forward import jvp
+from .batching import vmap
+
+_numpy_api.install()
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "grad", "value_and_grad", "vjp", "jvp", "vmap", "stop_gradient", "tree",
+    "TracerConversionError", "BatchedControlFlowError", "PerformanceWarning",
+]

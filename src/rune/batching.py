@@ -1,0 +1,334 @@
+"""``vmap``: vectorizing a function over a batch axis.
+
+A :class:`BatchTracer` holds a value with the batch somewhere in it
+(``bdim``, an int) or nowhere (``bdim is None``: not mapped).  The function
+sees per-example values: ``x.shape`` and ``len(x)`` leave the batch out.
+Each primitive's ``batch(args, bdims, **params) -> (out, out_bdim)`` rule
+applies it to the whole batch at once, moving axes only when it must.  A
+primitive without a batching rule falls back to a Python loop over the
+batch with a one-time :class:`rune.PerformanceWarning`.
+
+Python control flow on a batched value (``if x > 0``, ``float(x)``) cannot
+be vectorized: ``vmap`` then runs the function once per example and stacks
+the results (warning once, and suggesting ``np.where``), or raises
+:class:`rune.BatchedControlFlowError` under ``strict=True``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import tree as tree_util
+from .core import (check_assign, Trace, Tracer, new_trace, bind, warn_once,
+                   BatchedControlFlowError)
+
+__all__ = ["vmap", "moveaxis_to", "bdim_to_front", "not_mapped", "NeedsPerExample"]
+
+not_mapped = None
+
+
+class _BatchedBranch(BaseException):
+    """Raised through the user's function when it branches on a batched value."""
+
+    def __init__(self, trace, what):
+        super().__init__(what)
+        self.trace = trace
+        self.what = what
+
+
+class NeedsPerExample(Exception):
+    """Raised by a batching rule whose result shape depends on each example's data."""
+
+
+class BatchTracer(Tracer):
+    __slots__ = ("_val", "_bdim")
+
+    def __init__(self, val, bdim, trace):
+        self._val = val
+        self._bdim = bdim
+        self._trace = trace
+
+    @property
+    def shape(self):
+        s = self._val.shape
+        b = self._bdim
+        if b is None:
+            return s
+        return s[:b] + s[b + 1:]
+
+    @property
+    def dtype(self):
+        return self._val.dtype
+
+    def _concrete(self):
+        if self._bdim is None:
+            return self._val
+        raise _BatchedBranch(self._trace, "a Python branch or conversion")
+
+    def _convert(self, kind):
+        if self._bdim is None:
+            return kind(self._val)
+        raise _BatchedBranch(self._trace, f"{kind.__name__}()")
+
+    def _stop_gradient(self):
+        from .reverse import _stop_leaf
+        return BatchTracer(_stop_leaf(self._val), self._bdim, self._trace)
+
+    def _assign(self, other):
+        if isinstance(other, BatchTracer) and other._trace is self._trace:
+            self._val, self._bdim = other._val, other._bdim
+        else:
+            check_assign(self, other)
+            self._val, self._bdim = other, None
+
+
+def moveaxis_to(x, src, dst, size):
+    """``x`` with batch axis ``src`` (or none) moved (or broadcast) to ``dst``."""
+    if src is None:
+        shape = list(np.shape(x) if not isinstance(x, Tracer) else x.shape)
+        x = np.expand_dims(x, dst)
+        shape.insert(dst, size)
+        return np.broadcast_to(x, tuple(shape))
+    if src == dst:
+        return x
+    return np.moveaxis(x, src, dst)
+
+
+def bdim_to_front(x, bdim, size=None):
+    """``x`` with its batch axis first; an unmapped ``x`` is broadcast when ``size`` is given."""
+    if bdim is None:
+        return x if size is None else moveaxis_to(x, None, 0, size)
+    return x if bdim == 0 else np.moveaxis(x, bdim, 0)
+
+
+class BatchTrace(Trace):
+    __slots__ = ("size", "strict", "fn_name")
+    kind = "vmap"
+
+    def __init__(self, size, strict, fn_name):
+        super().__init__()
+        self.size = size
+        self.strict = strict
+        self.fn_name = fn_name
+
+    def lift(self, x):
+        return BatchTracer(x, None, self)
+
+    def process(self, prim, args, params):
+        vals = []
+        bdims = []
+        mapped = False
+        for a in args:
+            if type(a) is BatchTracer and a._trace is self:
+                vals.append(a._val)
+                bdims.append(a._bdim)
+                if a._bdim is not None:
+                    mapped = True
+            else:
+                vals.append(a)
+                bdims.append(None)
+        if not mapped:
+            out = bind(prim, *vals, **params)
+            if prim.multiple_results:
+                return tuple(BatchTracer(o, None, self) for o in out)
+            return BatchTracer(out, None, self)
+        rule = prim.batch
+        res = NotImplemented
+        if rule is not None:
+            try:
+                res = rule(vals, bdims, **params)
+            except NeedsPerExample as e:
+                raise _BatchedBranch(self, str(e)) from None
+        if res is NotImplemented:
+            res = self._loop(prim, vals, bdims, params)
+        out, out_bdim = res
+        if prim.multiple_results:
+            if not isinstance(out_bdim, (tuple, list)):
+                out_bdim = (out_bdim,) * len(out)
+            return tuple(BatchTracer(o, b, self) for o, b in zip(out, out_bdim))
+        return BatchTracer(out, out_bdim, self)
+
+    def _loop(self, prim, vals, bdims, params):
+        warn_once(("batch", prim.name),
+                  f"{prim.name!r} has no batching rule; vmap runs it once per example in "
+                  f"a Python loop")
+        outs = []
+        for i in range(self.size):
+            args = [v if b is None else _index_axis(v, b, i) for v, b in zip(vals, bdims)]
+            outs.append(bind(prim, *args, **params))
+        if prim.multiple_results:
+            return tuple(np.stack(list(o)) for o in zip(*outs)), 0
+        return np.stack(outs), 0
+
+
+def _index_axis(x, axis, i):
+    idx = (slice(None),) * axis + (i,)
+    return x[idx]
+
+
+# --------------------------------------------------------------------------
+# vmap
+# --------------------------------------------------------------------------
+
+def _is_axis_leaf(a):
+    return a is None or isinstance(a, int)
+
+
+def _leaf_shape(x):
+    if isinstance(x, Tracer):
+        return x.shape
+    return np.shape(x)
+
+
+def vmap(f, in_axes=0, out_axes=0, axis_size=None, strict=False):
+    """Vectorize ``f`` over a batch axis of its arguments.
+
+    ``in_axes`` is an int, ``None`` (not mapped) or a tree prefix of the
+    arguments (a tuple with one entry per argument, a dict or dataclass per
+    record); ``out_axes`` likewise for the result.  Negative axes count from
+    the end.  ``axis_size`` gives the batch size when nothing is mapped.
+
+    >>> import numpy as np, rune
+    >>> rune.vmap(lambda x, y: x @ y, in_axes=(0, None))(np.ones((3, 2)), np.ones(2))
+    array([2., 2., 2.])
+    """
+    fn_name = getattr(f, "__name__", "f")
+
+    def vmapped(*args):
+        leaves, in_tree = tree_util.flatten(args)
+        if isinstance(in_axes, list):
+            axes_prefix = tuple(in_axes)
+        else:
+            axes_prefix = in_axes
+        if _is_axis_leaf(axes_prefix):
+            axes = [axes_prefix] * len(leaves)
+        else:
+            if isinstance(axes_prefix, tuple) and len(axes_prefix) != len(args):
+                raise ValueError(f"vmap in_axes has {len(axes_prefix)} entries but "
+                                 f"{fn_name} was called with {len(args)} positional "
+                                 f"argument(s)")
+            axes = tree_util.broadcast_prefix(axes_prefix, args, _is_axis_leaf, "args",
+                                              "vmap in_axes")
+        paths = None
+        sizes = []
+        norm_axes = []
+        for k, (x, ax) in enumerate(zip(leaves, axes)):
+            if ax is None:
+                norm_axes.append(None)
+                continue
+            if not isinstance(ax, int):
+                raise ValueError(f"vmap in_axes entries must be int or None, got {ax!r}")
+            if not (isinstance(x, (np.ndarray, np.generic, Tracer))
+                    or isinstance(x, (float, int, complex))):
+                paths = paths or tree_util.leaf_paths(in_tree, "args")
+                raise ValueError(f"vmap cannot map over {paths[k]}: it is a "
+                                 f"{type(x).__name__}, not an array")
+            shape = _leaf_shape(x)
+            nd = len(shape)
+            if not -nd <= ax < nd:
+                paths = paths or tree_util.leaf_paths(in_tree, "args")
+                raise ValueError(f"vmap in_axes={ax} is out of range for {paths[k]}, which "
+                                 f"has rank {nd} (shape {tuple(shape)})")
+            ax = ax % nd
+            norm_axes.append(ax)
+            sizes.append((k, shape[ax]))
+        size = axis_size
+        if sizes:
+            distinct = {s for _, s in sizes}
+            if len(distinct) > 1 or (axis_size is not None and axis_size not in distinct):
+                paths = paths or tree_util.leaf_paths(in_tree, "args")
+                listing = ", ".join(f"{paths[k]} has size {s}" for k, s in sizes)
+                extra = f" (axis_size={axis_size})" if axis_size is not None else ""
+                raise ValueError(f"vmap got inconsistent batch sizes along the mapped "
+                                 f"axes{extra}: {listing}")
+            size = sizes[0][1]
+        elif axis_size is None:
+            raise ValueError("vmap needs at least one mapped argument (in_axes not None) "
+                             "or an explicit axis_size")
+        try:
+            with new_trace(BatchTrace, size, strict, fn_name) as trace:
+                inputs = [x if ax is None else BatchTracer(x, ax, trace)
+                          for x, ax in zip(leaves, norm_axes)]
+                result = f(*tree_util.unflatten(in_tree, inputs))
+                out_leaves, out_tree = tree_util.flatten(result)
+                return _place_outputs(out_leaves, out_tree, trace, size)
+        except _BatchedBranch as e:
+            if e.trace is not trace:
+                raise
+            what = e.what
+        if strict:
+            raise BatchedControlFlowError(
+                f"{fn_name} uses Python control flow ({what}) on a value batched by vmap; "
+                f"with strict=True vmap refuses to run it once per example. Write the "
+                f"branch with np.where(cond, a, b) (or np.select/np.clip) so it applies "
+                f"to the whole batch")
+        warn_once(("vmap-branch", fn_name),
+                  f"{fn_name} uses Python control flow ({what}) on a value batched by vmap, "
+                  f"so vmap runs it once per example and stacks the results; write the "
+                  f"branch with np.where(cond, a, b) to keep it vectorized")
+        return _per_example(f, leaves, in_tree, norm_axes, size)
+
+    def _place_outputs(out_leaves, out_tree, trace, size):
+        if _is_axis_leaf(out_axes):
+            oaxes = [out_axes] * len(out_leaves)
+        else:
+            oaxes = tree_util.broadcast_prefix(
+                out_axes, tree_util.unflatten(out_tree, out_leaves), _is_axis_leaf,
+                "out", "vmap out_axes")
+        outs = []
+        for k, (o, oa) in enumerate(zip(out_leaves, oaxes)):
+            if isinstance(o, BatchTracer) and o._trace is trace:
+                val, bdim = o._val, o._bdim
+            else:
+                val, bdim = o, None
+            if oa is None:
+                if bdim is not None:
+                    path = tree_util.leaf_paths(out_tree, "out")[k]
+                    raise ValueError(f"vmap out_axes is None for {path}, but that output "
+                                     f"depends on the mapped inputs")
+                outs.append(val)
+                continue
+            if isinstance(val, (int, float, complex, bool)):
+                val = np.asarray(val)
+            nd = len(_leaf_shape(val)) - (0 if bdim is None else 1) + 1
+            if not -nd <= oa < nd:
+                path = tree_util.leaf_paths(out_tree, "out")[k]
+                raise ValueError(f"vmap out_axes={oa} is out of range for {path}, which has "
+                                 f"rank {nd} with the batch axis")
+            oa = oa % nd
+            moved = moveaxis_to(val, bdim, oa, size)
+            if bdim is None and isinstance(moved, np.ndarray):
+                moved = np.array(moved)     # a real array, not a read-only broadcast view
+            outs.append(moved)
+        return tree_util.unflatten(out_tree, outs)
+
+    def _per_example(f, leaves, in_tree, norm_axes, size):
+        results = []
+        for i in range(size):
+            ex = [x if ax is None else _index_axis(x, ax, i) for x, ax in zip(leaves, norm_axes)]
+            results.append(f(*tree_util.unflatten(in_tree, ex)))
+        flat = [tree_util.flatten(r) for r in results]
+        out_tree = flat[0][1]
+        for _, td in flat[1:]:
+            tree_util.check_same(out_tree, td, "out",
+                                 "the outputs of different examples (per-example fallback)")
+        n = len(flat[0][0])
+        if _is_axis_leaf(out_axes):
+            oaxes = [out_axes] * n
+        else:
+            oaxes = tree_util.broadcast_prefix(out_axes, results[0], _is_axis_leaf, "out",
+                                               "vmap out_axes")
+        outs = []
+        for j in range(n):
+            col = [fl[0][j] for fl in flat]
+            oa = oaxes[j]
+            if oa is None:
+                outs.append(col[0])
+            else:
+                outs.append(np.stack(col, axis=oa))
+        return tree_util.unflatten(out_tree, outs)
+
+    vmapped.__name__ = f"vmap({fn_name})"
+    vmapped.__qualname__ = vmapped.__name__
+    vmapped.__wrapped__ = f
+    return vmapped

@@ -1,0 +1,291 @@
+"""The core of rune: primitives, the stack of active transformations, ``bind``.
+
+Five ideas carry every transformation (see ``shared/DESIGN.md``):
+
+1. A :class:`Primitive` is a named NumPy operation with an ``impl`` and three
+   rules: ``jvp`` and ``vjp`` (a tuple with one rule per argument, ``None``
+   where the argument has no derivative) and ``batch``.  Rules compute with
+   ordinary NumPy calls on the values they are given, so when an outer
+   transformation is active the rules are themselves traced: that is all it
+   takes for ``grad(grad(f))`` or ``vmap(grad(f))`` to work.
+2. Each active transformation is a :class:`Trace` with a ``level``; entering a
+   transformation pushes one on a stack held in a ``ContextVar``, so threads
+   and async tasks never see each other's transformations.
+3. :func:`bind` applies a primitive: it finds the highest-level trace among
+   the arguments and hands the call to it.  With none, ``impl`` runs on plain
+   arrays.  A trace unwraps its own values, binds again (reaching the lower
+   levels), applies its rule and wraps the result.  Values from lower levels
+   are constants to a higher one; that ordering keeps nested derivatives
+   from confusing their perturbations.
+4. Every transformation has its own :class:`Tracer` subclass (with
+   ``__slots__``).  The base class speaks NumPy; the operators and methods are
+   installed by :mod:`rune.numpy_api`.
+5. Trees (:mod:`rune.tree`) are flattened at the boundary of every
+   transformation; the core only ever sees leaves.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import itertools
+import warnings
+
+import numpy as np
+
+__all__ = [
+    "Primitive", "Trace", "Tracer", "bind", "new_trace", "active_traces",
+    "TracerConversionError", "BatchedControlFlowError", "PerformanceWarning",
+]
+
+
+class TracerConversionError(TypeError):
+    """A traced value was forced into a concrete Python or NumPy value."""
+
+
+class BatchedControlFlowError(ValueError):
+    """Python control flow depends on a batched value under ``vmap(strict=True)``."""
+
+
+class PerformanceWarning(UserWarning):
+    """rune fell back to a slow path (a Python loop); shown once per operation."""
+
+
+_warned: set = set()
+
+
+def warn_once(key, message):
+    """Issue a :class:`PerformanceWarning` once per ``key`` per process."""
+    if key not in _warned:
+        _warned.add(key)
+        warnings.warn(message, PerformanceWarning, stacklevel=3)
+
+
+# --------------------------------------------------------------------------
+# Primitives
+# --------------------------------------------------------------------------
+
+class Primitive:
+    """A named operation with its rules.
+
+    ``impl(*args, **params)`` computes on concrete arrays.
+    ``jvp[i](t, out, *args, **params)`` is the tangent of ``out`` due to the
+    tangent ``t`` of argument ``i``; ``vjp[i](ct, out, *args, **params)`` is the
+    cotangent of argument ``i`` given the cotangent ``ct`` of ``out``.
+    Broadcasting and dtype are fixed up by the engine, so a rule may return a
+    value of the broadcast shape or a wider dtype.  ``batch(args, bdims,
+    **params) -> (out, out_bdim)``.  ``nondiff`` primitives (comparisons,
+    ``floor``, ``argmax``) have a zero derivative and return plain values under
+    ``grad``/``jvp``.  ``multiple_results`` primitives return a tuple.
+    """
+
+    __slots__ = ("name", "impl", "jvp", "vjp", "batch", "nondiff", "multiple_results")
+
+    def __init__(self, name, impl, *, jvp=None, vjp=None, batch=None,
+                 nondiff=False, multiple_results=False):
+        self.name = name
+        self.impl = impl
+        self.jvp = jvp
+        self.vjp = vjp
+        self.batch = batch
+        self.nondiff = nondiff
+        self.multiple_results = multiple_results
+
+    def __call__(self, *args, **params):
+        return bind(self, *args, **params)
+
+    def __repr__(self):
+        return f"Primitive({self.name})"
+
+
+def bind(prim, *args, **params):
+    """Apply ``prim`` to ``args``: hand it to the highest active trace among them."""
+    trace = None
+    level = 0
+    for a in args:
+        if isinstance(a, Tracer):
+            t = a._trace
+            if t.level > level:
+                trace = t
+                level = t.level
+    if trace is None:
+        return prim.impl(*args, **params)
+    if not trace.active:
+        raise RuntimeError(
+            f"a value traced by a {trace.kind} that has already returned was used in "
+            f"{prim.name!r} (an escaped tracer: it was stored or returned from inside "
+            f"the transformed function); return it instead, or use rune.stop_gradient")
+    return trace.process(prim, args, params)
+
+
+# --------------------------------------------------------------------------
+# The stack of active transformations
+# --------------------------------------------------------------------------
+
+_stack: contextvars.ContextVar = contextvars.ContextVar("rune_trace_stack", default=())
+_levels = itertools.count(1)
+_active_count = 0   # all threads; the NumPy coercion patch is installed while > 0
+
+
+class Trace:
+    """One active transformation.  Subclasses implement ``process`` and ``lift``."""
+
+    __slots__ = ("level", "active")
+    kind = "transformation"
+
+    def __init__(self):
+        self.level = next(_levels)
+        self.active = True
+
+    def process(self, prim, args, params):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def lift(self, x):  # pragma: no cover - abstract
+        """Wrap ``x`` as a constant of this trace (no derivative, not batched)."""
+        raise NotImplementedError
+
+
+def active_traces():
+    """The stack of active traces of this context, innermost last."""
+    return _stack.get()
+
+
+class new_trace:
+    """Context manager: push a new trace of class ``cls`` and pop it on exit."""
+
+    __slots__ = ("trace", "token")
+
+    def __init__(self, cls, *args):
+        self.trace = cls(*args)
+
+    def __enter__(self):
+        global _active_count
+        self.token = _stack.set(_stack.get() + (self.trace,))
+        if _active_count == 0:
+            _coercion_hooks[0]()
+        _active_count += 1
+        return self.trace
+
+    def __exit__(self, *exc):
+        global _active_count
+        trace = self.trace
+        trace.active = False
+        top = _stack.get()
+        _stack.reset(self.token)
+        _active_count -= 1
+        if _active_count == 0:
+            _coercion_hooks[1]()
+        if (not top or top[-1] is not trace) and exc[0] is None:
+            raise RuntimeError("rune: transformation levels were popped out of order")
+        return False
+
+
+def _noop():
+    pass
+
+
+# (install, uninstall) of the NumPy coercion patch; set by rune.numpy_api.
+_coercion_hooks = [_noop, _noop]
+
+
+# --------------------------------------------------------------------------
+# Traced values
+# --------------------------------------------------------------------------
+
+class Tracer:
+    """Base of the values that stand for arrays under a transformation.
+
+    Subclasses store their trace in ``_trace`` and define ``shape``, ``dtype``
+    and ``_concrete`` (the value behind, for ``bool``/``item``).  NumPy's
+    operators, methods and protocols are installed by :mod:`rune.numpy_api`.
+    """
+
+    __slots__ = ("_trace",)
+    __array_priority__ = 1000
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def size(self):
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    def __len__(self):
+        shape = self.shape
+        if not shape:
+            raise TypeError("len() of unsized object (a 0-d traced array)")
+        return shape[0]
+
+    def __iter__(self):
+        if not self.shape:
+            raise TypeError("iteration over a 0-d traced array")
+        return (self[i] for i in range(self.shape[0]))
+
+    # Conversions.  bool()/item() give the concrete value (control flow,
+    # logging); float()/int()/complex() would silently drop the derivative.
+    def __bool__(self):
+        return bool(self._concrete())
+
+    def item(self, *args):
+        return _item(self._concrete(), args)
+
+    def tolist(self):
+        return np.asarray(self._concrete()).tolist()
+
+    def __float__(self):
+        return self._convert(float)
+
+    def __int__(self):
+        return self._convert(int)
+
+    def __complex__(self):
+        return self._convert(complex)
+
+    def __index__(self):
+        return self._convert(int)
+
+    def _convert(self, kind):
+        raise TracerConversionError(
+            f"{kind.__name__}() was called on a value that rune is differentiating "
+            f"(shape {self.shape}, dtype {self.dtype}); the result would silently lose "
+            f"its derivative. NumPy does this when a traced value is written into one "
+            f"element of a plain array, and math.* functions do it too: use np.* "
+            f"functions, build arrays with np.stack or np.zeros_like(x), use x.item() "
+            f"for a concrete value for logging, or rune.stop_gradient(x) if no "
+            f"derivative is wanted.")
+
+    def __array__(self, dtype=None, copy=None):
+        raise TracerConversionError(
+            f"a traced array (shape {self.shape}, dtype {self.dtype}) was converted to a "
+            f"plain NumPy array, which would silently drop its derivative. This happens "
+            f"when a traced value is written into a plain array (a[i] = x), or passed to "
+            f"C code that rune cannot intercept. Build arrays with np.stack/np.concatenate, "
+            f"write into a buffer made from a traced value (np.zeros_like(x), x.copy()), "
+            f"or use rune.stop_gradient(x) if no derivative is wanted.")
+
+    def __hash__(self):
+        raise TypeError("unhashable type: a traced array")
+
+    def __repr__(self):
+        return f"{type(self).__name__}(shape={self.shape}, dtype={self.dtype})"
+
+    __str__ = __repr__
+
+
+def check_assign(target, value):
+    """Refuse writing a value of an inner transformation into an outer traced array."""
+    if isinstance(value, Tracer) and value._trace.level > target._trace.level:
+        raise ValueError(
+            f"a value traced by an inner {value._trace.kind} was written into an array "
+            f"created outside it (by an enclosing {target._trace.kind}); the write would "
+            f"escape the inner transformation. Create the buffer inside (np.zeros_like(x) "
+            f"of an inner value) or return the value instead")
+
+
+def _item(value, args):
+    while isinstance(value, Tracer):
+        value = value._concrete()
+    return np.asarray(value).item(*args)

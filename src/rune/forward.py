@@ -1,0 +1,184 @@
+"""Forward mode: ``jvp``.
+
+A :class:`ForwardTracer` carries a primal and its tangent through one
+forward pass; no tape is kept.  A tangent of ``None`` is a symbolic zero.
+Each primitive's per-argument ``jvp`` rules give the output tangent; the
+engine broadcasts it to the output's shape and casts it to its dtype.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import tree as tree_util
+from .core import check_assign, Trace, Tracer, new_trace, bind
+from .reverse import cast_like, _is_float_leaf, _as_array, _stop_leaf, _zero_like
+
+__all__ = ["jvp"]
+
+
+class ForwardTracer(Tracer):
+    __slots__ = ("_val", "_tan")
+
+    def __init__(self, val, tan, trace):
+        self._val = val
+        self._tan = tan
+        self._trace = trace
+
+    @property
+    def shape(self):
+        return self._val.shape
+
+    @property
+    def dtype(self):
+        return self._val.dtype
+
+    def _concrete(self):
+        return self._val
+
+    def _stop_gradient(self):
+        return _stop_leaf(self._val)
+
+    def _assign(self, other):
+        if isinstance(other, ForwardTracer) and other._trace is self._trace:
+            self._val, self._tan = other._val, other._tan
+        else:
+            check_assign(self, other)
+            self._val, self._tan = other, None
+
+
+def _fit_tangent(t, out):
+    if t.shape != out.shape:
+        t = np.broadcast_to(t, out.shape)
+    if t.dtype != out.dtype:
+        t = cast_like(t, out.dtype)
+    return t
+
+
+class ForwardTrace(Trace):
+    __slots__ = ()
+    kind = "jvp"
+
+    def lift(self, x):
+        return ForwardTracer(x, None, self)
+
+    def process(self, prim, args, params):
+        primals = []
+        tangents = []
+        for a in args:
+            if type(a) is ForwardTracer and a._trace is self:
+                primals.append(a._val)
+                tangents.append(a._tan)
+            else:
+                primals.append(a)
+                tangents.append(None)
+        out = bind(prim, *primals, **params)
+        if prim.nondiff:
+            return out
+        rules = prim.jvp
+        t_out = None
+        if callable(rules):     # a joint rule: rule(tangents, out, *primals, **params)
+            if any(t is not None for t in tangents):
+                t_out = rules(tangents, out, *primals, **params)
+            tangents = ()
+        for i, t in enumerate(tangents):
+            if t is None:
+                continue
+            if rules is None:
+                raise NotImplementedError(
+                    f"{prim.name!r} has no forward-mode rule, so it cannot be used under jvp")
+            rule = rules[i]
+            if rule is None:
+                continue
+            c = rule(t, out, *primals, **params)
+            if c is None:
+                continue
+            if t_out is None:
+                t_out = c
+            elif prim.multiple_results:
+                t_out = tuple(a if b is None else b if a is None else a + b
+                              for a, b in zip(t_out, c))
+            else:
+                t_out = t_out + c
+        if prim.multiple_results:
+            if t_out is None:
+                t_out = (None,) * len(out)
+            return tuple(ForwardTracer(o, None if t is None else _fit_tangent(t, o), self)
+                         for o, t in zip(out, t_out))
+        if t_out is not None:
+            t_out = _fit_tangent(t_out, out)
+        return ForwardTracer(out, t_out, self)
+
+
+def _check_tangent(p, t, path):
+    pshape = p.shape if hasattr(p, "shape") else np.shape(p)
+    tshape = t.shape if hasattr(t, "shape") else np.shape(t)
+    if tuple(pshape) != tuple(tshape):
+        raise ValueError(f"the tangent for {path} has shape {tuple(tshape)} but the primal "
+                         f"has shape {tuple(pshape)}")
+    pd = getattr(p, "dtype", None)
+    td = getattr(t, "dtype", None)
+    if pd is not None and td is not None and pd != td and not (
+            pd.kind in "fc" and td.kind in "fc" and np.can_cast(td, pd, "same_kind")):
+        raise ValueError(f"the tangent for {path} has dtype {td} but the primal has "
+                         f"dtype {pd}")
+
+
+def jvp(f, primals, tangents, has_aux=False):
+    """Evaluate ``f(*primals)`` and its directional derivative along ``tangents``.
+
+    ``primals`` and ``tangents`` are tuples of trees of the same structure,
+    shapes and dtypes.  Returns ``(out, tangent_out)`` (and ``aux`` with
+    ``has_aux``), computed in one forward pass.
+
+    >>> import numpy as np, rune
+    >>> rune.jvp(np.sin, (np.array([0.0, 1.0]),), (np.array([1.0, 1.0]),))
+    (array([0.        , 0.84147098]), array([1.        , 0.54030231]))
+    """
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise ValueError("jvp takes primals and tangents as tuples (one entry per argument), "
+                         f"got {type(primals).__name__} and {type(tangents).__name__}")
+    primals, tangents = tuple(primals), tuple(tangents)
+    leaves, in_tree = tree_util.flatten(primals)
+    t_leaves, t_tree = tree_util.flatten(tangents)
+    tree_util.check_same(in_tree, t_tree, "primals", "the tangents and the primals")
+    paths = tree_util.leaf_paths(in_tree, "primals")
+    with new_trace(ForwardTrace) as trace:
+        inputs = []
+        for x, t, path in zip(leaves, t_leaves, paths):
+            if _is_float_leaf(x):
+                _check_tangent(x, t, path)
+                t = _as_array(t)
+                if not isinstance(t, Tracer) and np.ndim(t) == 0 and not isinstance(t, np.ndarray):
+                    t = np.asarray(t)
+                inputs.append(ForwardTracer(_as_array(x), t, trace))
+            else:
+                inputs.append(x)
+        result = f(*tree_util.unflatten(in_tree, inputs))
+        if has_aux:
+            if not (isinstance(result, tuple) and len(result) == 2):
+                raise ValueError("has_aux=True needs f to return a pair (output, aux)")
+            result, aux = result
+            aux = tree_util.map(lambda a: _unwrap(a, trace)[0], aux)
+        out_leaves, out_tree = tree_util.flatten(result)
+        pairs = [_unwrap(o, trace) for o in out_leaves]
+    ids = {id(x) for x in leaves if isinstance(x, np.ndarray)}
+    outs = [o.copy() if id(o) in ids else o for o, _ in pairs]
+    touts = []
+    for o, t in pairs:
+        if t is None:
+            t = _zero_like(o) if not isinstance(o, (int, bool)) else 0.0
+        elif isinstance(o, float) and not isinstance(t, Tracer):
+            t = float(t)
+        touts.append(t)
+    out = tree_util.unflatten(out_tree, outs)
+    t_out = tree_util.unflatten(out_tree, touts)
+    if has_aux:
+        return out, t_out, aux
+    return out, t_out
+
+
+def _unwrap(x, trace):
+    if isinstance(x, ForwardTracer) and x._trace is trace:
+        return x._val, x._tan
+    return x, None

@@ -1,0 +1,389 @@
+"""The NumPy interception layer.
+
+Traced values reach rune through NumPy's own protocols:
+
+* ``__array_ufunc__`` (NEP 13): one dictionary lookup, ``UFUNCS[ufunc]``;
+* ``__array_function__`` (NEP 18): one lookup, ``FUNCTIONS[func]``; a NumPy
+  function without an entry runs NumPy's own pure-Python implementation on
+  the traced values (so it decomposes into supported operations), and one
+  that reaches C code raises ``NotImplementedError`` naming it;
+* operators, methods and attributes, installed on :class:`rune.core.Tracer`
+  by :func:`install` (operators bind their primitive directly: the hot path);
+* ``np.asarray``/``np.asanyarray``/``np.array`` (which NumPy does not let a
+  type intercept): while any transformation is active these names in the
+  ``numpy`` module are wrapped so that a traced value comes back traced.
+
+Rule modules register entries with :func:`register_ufunc` and
+:func:`implements`.
+"""
+
+from __future__ import annotations
+
+import copy as _copy
+
+import numpy as np
+
+from . import core
+from .core import Tracer, bind, TracerConversionError
+
+__all__ = ["UFUNCS", "FUNCTIONS", "implements", "register_ufunc", "install"]
+
+UFUNCS: dict = {}
+FUNCTIONS: dict = {}
+
+
+def register_ufunc(ufunc, handler):
+    """Route ``ufunc(...)`` on traced values to ``handler`` (usually a primitive)."""
+    UFUNCS[ufunc] = handler
+
+
+def implements(*np_functions):
+    """Decorator: the function handles these NumPy functions on traced values."""
+    def deco(fn):
+        for f in np_functions:
+            FUNCTIONS[f] = fn
+        return fn
+    return deco
+
+
+def transformation_name(args):
+    """The innermost transformation among the traced values in ``args`` (for errors)."""
+    best = None
+    for a in _iter_tracers(args):
+        if best is None or a._trace.level > best.level:
+            best = a._trace
+    return best.kind if best is not None else "a transformation"
+
+
+def _iter_tracers(obj, depth=0):
+    if isinstance(obj, Tracer):
+        yield obj
+    elif isinstance(obj, (list, tuple)) and depth < 3:
+        for o in obj:
+            yield from _iter_tracers(o, depth + 1)
+    elif isinstance(obj, dict) and depth < 3:
+        for o in obj.values():
+            yield from _iter_tracers(o, depth + 1)
+
+
+# --------------------------------------------------------------------------
+# __array_ufunc__
+# --------------------------------------------------------------------------
+
+_REDUCE = {}       # ufunc -> handler(x, axis, keepdims) for ufunc.reduce
+_ACCUMULATE = {}   # ufunc -> handler(x, axis) for ufunc.accumulate
+
+
+def _as_operand(x):
+    if type(x) in (list, tuple):
+        return _np_asarray_traced(x)
+    return x
+
+
+def array_ufunc(self, ufunc, method, *inputs, **kwargs):
+    name = f"np.{ufunc.__name__}"
+    if kwargs.get("out") is not None:
+        raise NotImplementedError(
+            f"{name}(..., out=...) writes into an existing array, which rune does not "
+            f"support on traced values; assign the result instead (y = {name}(...))")
+    kwargs.pop("out", None)
+    if method == "__call__":
+        handler = UFUNCS.get(ufunc)
+        if handler is None:
+            raise NotImplementedError(
+                f"{name} has no rule in rune, so it cannot be used under "
+                f"{transformation_name(inputs)}")
+        where = kwargs.pop("where", True)
+        if where is not True:
+            raise NotImplementedError(
+                f"{name}(..., where=...) is not supported on traced values; use "
+                f"np.where(cond, {name}(...), other) instead")
+        dtype = kwargs.pop("dtype", None)
+        for k in ("casting", "order", "subok", "signature"):
+            kwargs.pop(k, None)
+        if kwargs:
+            raise NotImplementedError(f"{name} with keyword(s) {sorted(kwargs)} is not "
+                                      f"supported on traced values")
+        inputs = [_as_operand(x) for x in inputs]
+        if dtype is not None:
+            inputs = [x.astype(dtype) if isinstance(x, Tracer) else np.asarray(x, dtype)
+                      for x in inputs]
+        return handler(*inputs)
+    if method == "reduce":
+        handler = _REDUCE.get(ufunc)
+        if handler is None:
+            raise NotImplementedError(f"{name}.reduce has no rule in rune (under "
+                                      f"{transformation_name(inputs)})")
+        x = inputs[0]
+        axis = kwargs.pop("axis", 0)
+        keepdims = kwargs.pop("keepdims", False)
+        dtype = kwargs.pop("dtype", None)
+        if kwargs.pop("where", True) is not True or kwargs.pop("initial", np._NoValue) \
+                is not np._NoValue:
+            raise NotImplementedError(f"{name}.reduce with where= or initial= is not "
+                                      f"supported on traced values")
+        if dtype is not None:
+            x = x.astype(dtype)
+        return handler(x, axis=axis, keepdims=keepdims)
+    if method == "accumulate":
+        handler = _ACCUMULATE.get(ufunc)
+        if handler is None:
+            raise NotImplementedError(f"{name}.accumulate has no rule in rune (under "
+                                      f"{transformation_name(inputs)})")
+        dtype = kwargs.pop("dtype", None)
+        x = inputs[0] if dtype is None else inputs[0].astype(dtype)
+        return handler(x, axis=kwargs.pop("axis", 0))
+    if method == "outer":
+        handler = UFUNCS.get(ufunc)
+        if handler is None:
+            raise NotImplementedError(f"{name}.outer has no rule in rune")
+        a, b = (_as_operand(x) for x in inputs)
+        a_nd = a.ndim if isinstance(a, Tracer) else np.ndim(a)
+        b_nd = b.ndim if isinstance(b, Tracer) else np.ndim(b)
+        a = np.reshape(a, tuple(np.shape(a) if not isinstance(a, Tracer) else a.shape)
+                       + (1,) * b_nd)
+        del a_nd
+        return handler(a, b)
+    raise NotImplementedError(
+        f"{name}.{method} is not supported on traced values (under "
+        f"{transformation_name(inputs)}); ufunc.at writes in place: use x[idx] = ... "
+        f"on a traced array instead")
+
+
+# --------------------------------------------------------------------------
+# __array_function__
+# --------------------------------------------------------------------------
+
+def array_function(self, func, types, args, kwargs):
+    handler = FUNCTIONS.get(func)
+    if handler is not None:
+        return handler(*args, **kwargs)
+    impl = getattr(func, "_implementation", None)
+    name = _func_name(func)
+    if impl is None:
+        raise NotImplementedError(f"{name} has no rule in rune, so it cannot be used under "
+                                  f"{transformation_name((args, kwargs))}")
+    try:
+        return impl(*args, **kwargs)
+    except TracerConversionError as e:
+        raise NotImplementedError(
+            f"{name} has no rule in rune, and NumPy's implementation of it reaches C code "
+            f"that cannot see traced values, so it cannot be used under "
+            f"{transformation_name((args, kwargs))}") from e
+
+
+def _func_name(func):
+    mod = getattr(func, "__module__", "") or ""
+    name = getattr(func, "__name__", repr(func))
+    if "linalg" in mod:
+        return f"np.linalg.{name}"
+    if "fft" in mod:
+        return f"np.fft.{name}"
+    return f"np.{name}"
+
+
+# --------------------------------------------------------------------------
+# np.asarray & co. while a transformation is active
+# --------------------------------------------------------------------------
+
+_np_asarray = np.asarray
+_np_asanyarray = np.asanyarray
+_np_array = np.array
+_np_ascontiguousarray = np.ascontiguousarray
+_np_asfortranarray = np.asfortranarray
+
+
+def _contains_tracer(obj, depth=0):
+    if isinstance(obj, Tracer):
+        return True
+    if type(obj) in (list, tuple) and depth < 32:
+        return any(_contains_tracer(o, depth + 1) for o in obj)
+    return False
+
+
+def _np_asarray_traced(obj):
+    """A (possibly nested) list of values, some traced, as one traced array."""
+    if isinstance(obj, Tracer):
+        return obj
+    if type(obj) in (list, tuple):
+        if not _contains_tracer(obj):
+            return _np_asarray(obj)
+        return np.stack([_np_asarray_traced(o) for o in obj])
+    return obj
+
+
+def _coerce(x, dtype, copy):
+    if dtype is not None and np.dtype(dtype) != x.dtype:
+        return x.astype(dtype)
+    if copy is True:
+        return _copy.copy(x)
+    return x
+
+
+def _copy_flag(copy):
+    if copy is None or copy is False:
+        return False
+    if isinstance(copy, np._CopyMode):
+        return copy is np._CopyMode.ALWAYS
+    return bool(copy)
+
+
+def _asarray(a, dtype=None, *args, **kwargs):
+    if isinstance(a, Tracer) or (type(a) in (list, tuple) and _contains_tracer(a)):
+        return _coerce(_np_asarray_traced(a), kwargs.get("dtype", dtype),
+                       _copy_flag(kwargs.get("copy")))
+    return _np_asarray(a, dtype, *args, **kwargs)
+
+
+def _asanyarray(a, dtype=None, *args, **kwargs):
+    if isinstance(a, Tracer) or (type(a) in (list, tuple) and _contains_tracer(a)):
+        return _coerce(_np_asarray_traced(a), kwargs.get("dtype", dtype),
+                       _copy_flag(kwargs.get("copy")))
+    return _np_asanyarray(a, dtype, *args, **kwargs)
+
+
+def _array(obj, dtype=None, *args, **kwargs):
+    if isinstance(obj, Tracer) or (type(obj) in (list, tuple) and _contains_tracer(obj)):
+        x = _np_asarray_traced(obj)
+        copy = kwargs.get("copy", True)
+        x = _coerce(x, kwargs.get("dtype", dtype), True if copy is True else _copy_flag(copy))
+        ndmin = kwargs.get("ndmin", 0)
+        if ndmin > x.ndim:
+            x = np.reshape(x, (1,) * (ndmin - x.ndim) + tuple(x.shape))
+        return x
+    return _np_array(obj, dtype, *args, **kwargs)
+
+
+def _ascontiguousarray(a, dtype=None, *args, **kwargs):
+    if isinstance(a, Tracer):
+        return _coerce(a, kwargs.get("dtype", dtype), False)
+    return _np_ascontiguousarray(a, dtype, *args, **kwargs)
+
+
+def _asfortranarray(a, dtype=None, *args, **kwargs):
+    if isinstance(a, Tracer):
+        return _coerce(a, kwargs.get("dtype", dtype), False)
+    return _np_asfortranarray(a, dtype, *args, **kwargs)
+
+
+_PATCH = {"asarray": (_np_asarray, _asarray),
+          "asanyarray": (_np_asanyarray, _asanyarray),
+          "array": (_np_array, _array),
+          "ascontiguousarray": (_np_ascontiguousarray, _ascontiguousarray),
+          "asfortranarray": (_np_asfortranarray, _asfortranarray)}
+
+
+def _install_coercion():
+    for name, (_, patched) in _PATCH.items():
+        setattr(np, name, patched)
+
+
+def _uninstall_coercion():
+    for name, (orig, _) in _PATCH.items():
+        setattr(np, name, orig)
+
+
+# --------------------------------------------------------------------------
+# Operators and methods on Tracer
+# --------------------------------------------------------------------------
+
+def _binary(prim):
+    def op(self, other):
+        if type(other) in (list, tuple):
+            other = _np_asarray_traced(other)
+        return bind(prim, self, other)
+
+    def rop(self, other):
+        if type(other) in (list, tuple):
+            other = _np_asarray_traced(other)
+        return bind(prim, other, self)
+
+    def iop(self, other):
+        self._assign(op(self, other))
+        return self
+
+    return op, rop, iop
+
+
+def _method(np_func):
+    def method(self, *args, **kwargs):
+        return FUNCTIONS[np_func](self, *args, **kwargs)
+    method.__name__ = np_func.__name__
+    return method
+
+
+def install():
+    """Install NumPy's operators, methods and protocols on :class:`Tracer`."""
+    T = Tracer
+    T.__array_ufunc__ = array_ufunc
+    T.__array_function__ = array_function
+    ops = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.true_divide,
+           "floordiv": np.floor_divide, "mod": np.remainder, "pow": np.power,
+           "matmul": np.matmul, "and": np.bitwise_and, "or": np.bitwise_or,
+           "xor": np.bitwise_xor, "lshift": np.left_shift, "rshift": np.right_shift}
+    for name, uf in ops.items():
+        op, rop, iop = _binary(UFUNCS[uf])
+        setattr(T, f"__{name}__", op)
+        setattr(T, f"__r{name}__", rop)
+        setattr(T, f"__i{name}__", iop)
+    for name, uf in {"lt": np.less, "le": np.less_equal, "gt": np.greater,
+                     "ge": np.greater_equal, "eq": np.equal, "ne": np.not_equal}.items():
+        setattr(T, f"__{name}__", _binary(UFUNCS[uf])[0])
+    T.__divmod__ = lambda self, o: (self // o, self % o)
+    T.__rdivmod__ = lambda self, o: (o // self, o % self)
+    neg, pos, absolute, invert = (UFUNCS[u] for u in (np.negative, np.positive, np.absolute,
+                                                      np.invert))
+    T.__neg__ = lambda self: bind(neg, self)
+    T.__pos__ = lambda self: bind(pos, self)
+    T.__abs__ = lambda self: bind(absolute, self)
+    T.__invert__ = lambda self: bind(invert, self)
+    T.__copy__ = _tracer_copy
+    T.__deepcopy__ = lambda self, memo: _tracer_copy(self)
+    T.copy = lambda self, order="K": _tracer_copy(self)
+    T.__round__ = lambda self, ndigits=None: np.round(self, ndigits or 0)
+
+    for fname in ("sum", "mean", "prod", "max", "min", "var", "std", "cumsum", "cumprod",
+                  "argmax", "argmin", "argsort", "all", "any", "clip", "round", "dot",
+                  "ravel", "squeeze", "swapaxes", "diagonal", "trace", "repeat", "take",
+                  "nonzero", "conj", "conjugate", "ptp", "searchsorted", "compress",
+                  "choose", "cumulative_sum", "cumulative_prod", "put"):
+        f = getattr(np, fname, None)
+        if f is not None and f in FUNCTIONS:
+            setattr(T, fname, _method(f))
+    T.reshape = lambda self, *shape, order="C": FUNCTIONS[np.reshape](
+        self, shape[0] if len(shape) == 1 else shape)
+    T.transpose = lambda self, *axes: FUNCTIONS[np.transpose](
+        self, (axes[0] if len(axes) == 1 else axes) if axes else None)
+    T.flatten = lambda self, order="C": FUNCTIONS[np.ravel](self)
+    T.astype = lambda self, dtype, order="K", casting="unsafe", subok=True, copy=True: (
+        FUNCTIONS["astype"](self, dtype, copy))
+    T.sort = _sort_inplace
+    T.fill = lambda self, value: self._assign(np.full_like(self, value))
+    T.T = property(lambda self: FUNCTIONS[np.transpose](self, None))
+    T.mT = property(lambda self: FUNCTIONS[np.swapaxes](self, -1, -2))
+    T.real = property(lambda self: np.real(self))
+    T.imag = property(lambda self: np.imag(self))
+    T.flat = property(lambda self: np.ravel(self))
+    T.__getitem__ = FUNCTIONS["getitem"]
+    T.__setitem__ = _setitem
+
+
+def _tracer_copy(self):
+    new = object.__new__(type(self))
+    for cls in type(self).__mro__:
+        for s in getattr(cls, "__slots__", ()):
+            if hasattr(self, s):
+                object.__setattr__(new, s, getattr(self, s))
+    return new
+
+
+def _sort_inplace(self, axis=-1, kind=None, order=None):
+    self._assign(np.sort(self, axis=axis))
+
+
+def _setitem(self, idx, value):
+    self._assign(FUNCTIONS["setitem"](self, idx, value))
+
+
+core._coercion_hooks[0] = _install_coercion
+core._coercion_hooks[1] = _uninstall_coercion

@@ -1,0 +1,445 @@
+"""Reverse mode: ``vjp``, ``grad``, ``value_and_grad``, ``stop_gradient``.
+
+A :class:`ReverseTrace` records a tape: one :class:`Node` per primitive
+applied to its traced values, in execution order (which is a topological
+order).  The backward pass walks the tape in reverse, calls each
+primitive's per-argument ``vjp`` rules and accumulates cotangents; a value
+that never reached the output keeps a symbolic zero (``None``) and costs
+nothing.  Un-broadcasting and dtype casts of cotangents happen once, here,
+not in every rule.  The pullback keeps its tape and may be called again.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import tree as tree_util
+from .core import check_assign, Trace, Tracer, new_trace, bind
+
+__all__ = ["vjp", "grad", "value_and_grad", "stop_gradient"]
+
+
+class Node:
+    """One recorded primitive application (or an input, with ``vjp`` None)."""
+
+    __slots__ = ("vjp", "args", "params", "out", "parents")
+
+    def __init__(self, vjp, args, params, out, parents):
+        self.vjp = vjp          # tuple of per-argument rules, or None for an input
+        self.args = args        # the unwrapped arguments (residuals)
+        self.params = params
+        self.out = out          # the unwrapped output (a tuple for multiple results)
+        self.parents = parents  # tuple of (arg index, parent node, output position)
+
+
+class ReverseTracer(Tracer):
+    __slots__ = ("_val", "_node", "_pos")
+
+    def __init__(self, val, trace, node, pos=None):
+        self._val = val
+        self._trace = trace
+        self._node = node
+        self._pos = pos
+
+    @property
+    def shape(self):
+        return self._val.shape
+
+    @property
+    def dtype(self):
+        return self._val.dtype
+
+    def _concrete(self):
+        return self._val
+
+    def _stop_gradient(self):
+        return _stop_leaf(self._val)
+
+    def _assign(self, other):
+        """In-place update (``x[i] = v``, ``x += v``): this object now stands for ``other``."""
+        if isinstance(other, ReverseTracer) and other._trace is self._trace:
+            self._val, self._node, self._pos = other._val, other._node, other._pos
+        else:
+            check_assign(self, other)
+            self._val, self._node, self._pos = other, None, None
+
+
+class ReverseTrace(Trace):
+    __slots__ = ("tape",)
+    kind = "grad"
+
+    def __init__(self):
+        super().__init__()
+        self.tape = []
+
+    def lift(self, x):
+        return ReverseTracer(x, self, None)
+
+    def new_input(self, x):
+        node = Node(None, (), None, x, ())
+        self.tape.append(node)
+        return ReverseTracer(x, self, node)
+
+    def process(self, prim, args, params):
+        vals = []
+        parents = []
+        i = 0
+        for a in args:
+            if type(a) is ReverseTracer and a._trace is self:
+                vals.append(a._val)
+                if a._node is not None:
+                    parents.append((i, a._node, a._pos))
+            else:
+                vals.append(a)
+            i += 1
+        out = bind(prim, *vals, **params)
+        if prim.nondiff:
+            return out
+        if not parents:
+            node = None
+        else:
+            if prim.vjp is None:
+                raise NotImplementedError(
+                    f"{prim.name!r} has no reverse-mode rule, so it cannot be used under grad/vjp")
+            node = Node(prim.vjp, vals, params, out, parents)
+            self.tape.append(node)
+        if prim.multiple_results:
+            return tuple(ReverseTracer(o, self, node, k) for k, o in enumerate(out))
+        return ReverseTracer(out, self, node)
+
+
+# --------------------------------------------------------------------------
+# The backward pass
+# --------------------------------------------------------------------------
+
+def unbroadcast(c, shape):
+    """Sum ``c`` down to ``shape`` (the inverse of NumPy broadcasting)."""
+    cshape = c.shape
+    if cshape == shape:
+        return c
+    extra = len(cshape) - len(shape)
+    axes = tuple(range(extra)) + tuple(
+        extra + i for i, d in enumerate(shape) if d == 1 and cshape[extra + i] != 1)
+    if axes:
+        c = np.sum(c, axis=axes)
+    if c.shape != shape:
+        c = np.reshape(c, shape)
+    return c
+
+
+def cast_like(c, dtype):
+    """Cast a cotangent or tangent to ``dtype`` (the real part for a real ``dtype``)."""
+    if c.dtype == dtype:
+        return c
+    if c.dtype.kind == "c" and dtype.kind != "c":
+        c = np.real(c)
+    return c.astype(dtype)
+
+
+def _fit(c, ref):
+    """Make the cotangent ``c`` match the shape and dtype of the primal ``ref``."""
+    if c.shape != ref.shape:
+        c = unbroadcast(c, ref.shape)
+    if c.dtype != ref.dtype:
+        c = cast_like(c, ref.dtype)
+    return c
+
+
+def backward(tape, seeds):
+    """Walk ``tape`` backwards from ``seeds`` ({node: ct}); return the cotangent map."""
+    cts = dict(seeds)
+    for node in reversed(tape):
+        rules = node.vjp
+        if rules is None:
+            continue
+        ct = cts.pop(node, None)
+        if ct is None:
+            continue
+        out = node.out
+        if type(ct) is list:   # several results: instantiate the zeros
+            ct = tuple(np.zeros_like(o) if c is None else c for c, o in zip(ct, out))
+        args = node.args
+        params = node.params
+        for i, pnode, pos in node.parents:
+            c = rules[i](ct, out, *args, **params)
+            if c is None:
+                continue
+            if pos is None:
+                c = _fit(c, pnode.out)
+                prev = cts.get(pnode)
+                cts[pnode] = c if prev is None else prev + c
+            else:
+                c = _fit(c, pnode.out[pos])
+                slot = cts.get(pnode)
+                if slot is None:
+                    slot = cts[pnode] = [None] * len(pnode.out)
+                slot[pos] = c if slot[pos] is None else slot[pos] + c
+    return cts
+
+
+# --------------------------------------------------------------------------
+# Public API
+# --------------------------------------------------------------------------
+
+def _is_float_leaf(x):
+    dt = getattr(x, "dtype", None)
+    if dt is not None:
+        return dt.kind in "fc"
+    return isinstance(x, (float, complex)) and not isinstance(x, bool)
+
+
+def _as_array(x):
+    if isinstance(x, (float, complex)):
+        return np.asarray(x)
+    return x
+
+
+def _zero_like(x):
+    if isinstance(x, bool):
+        return False
+    if isinstance(x, (int, float, complex)):
+        return type(x)(0)
+    if x is None:
+        return None
+    if isinstance(x, Tracer):
+        return np.zeros(x.shape, x.dtype)
+    if isinstance(x, np.generic):
+        return x.dtype.type(0)
+    if isinstance(x, np.ndarray):
+        return np.zeros(x.shape, x.dtype)
+    raise TypeError(f"cannot differentiate with respect to a {type(x).__name__} leaf")
+
+
+def _to_user(g, leaf):
+    """A cotangent returned to the user: the leaf's own type and dtype."""
+    if isinstance(g, Tracer):
+        return g
+    if isinstance(leaf, (float, complex)):
+        return type(leaf)(g) if not (isinstance(leaf, float) and np.iscomplexobj(g)) \
+            else float(np.real(g))
+    if isinstance(leaf, np.generic):
+        return leaf.dtype.type(g)
+    if isinstance(leaf, np.ndarray):
+        g = np.asarray(g)
+        if g.dtype != leaf.dtype:
+            g = cast_like(g, leaf.dtype)
+        return g
+    return g
+
+
+def _unwrap_out(x, trace):
+    if isinstance(x, ReverseTracer) and x._trace is trace:
+        return x._val
+    return x
+
+
+def _stop(x, trace):
+    """A value that leaves the trace without its derivative (aux outputs)."""
+    while isinstance(x, ReverseTracer) and x._trace is trace:
+        x = x._val
+    return x
+
+
+def vjp(f, *primals, has_aux=False):
+    """The output of ``f(*primals)`` and its pullback (reverse mode).
+
+    Returns ``(out, pullback)`` (and ``aux`` with ``has_aux``).
+    ``pullback(ct)`` takes a cotangent tree shaped like ``out`` and returns a
+    tuple with one cotangent tree per primal; it may be called many times.
+
+    >>> import numpy as np, rune
+    >>> out, pullback = rune.vjp(lambda x: np.sin(x) * 2.0, np.array([0.0, 1.0]))
+    >>> pullback(np.ones(2))[0]
+    array([2.        , 1.08060461])
+    """
+    leaves, in_tree = tree_util.flatten(primals)
+    with new_trace(ReverseTrace) as trace:
+        inputs = []
+        in_nodes = []
+        for x in leaves:
+            if _is_float_leaf(x):
+                t = trace.new_input(_as_array(x))
+                inputs.append(t)
+                in_nodes.append(t._node)
+            else:
+                inputs.append(x)
+                in_nodes.append(None)
+        result = f(*tree_util.unflatten(in_tree, inputs))
+        if has_aux:
+            if not (isinstance(result, tuple) and len(result) == 2):
+                raise ValueError("has_aux=True needs f to return a pair (output, aux); "
+                                 f"got {type(result).__name__}")
+            result, aux = result
+            aux = tree_util.map(lambda a: _stop(a, trace), aux)
+        out_leaves, out_tree = tree_util.flatten(result)
+        out_nodes = []
+        out_vals = []
+        for o in out_leaves:
+            if isinstance(o, ReverseTracer) and o._trace is trace:
+                out_nodes.append((o._node, o._pos))
+                out_vals.append(o._val)
+            else:
+                out_nodes.append((None, None))
+                out_vals.append(o)
+    tape = trace.tape
+    ids = {id(x) for x in leaves if isinstance(x, np.ndarray)}
+    out_vals = [o.copy() if id(o) in ids else o for o in out_vals]
+    out = tree_util.unflatten(out_tree, out_vals)
+
+    def pullback(ct):
+        ct_leaves, ct_tree = tree_util.flatten(ct)
+        tree_util.check_same(out_tree, ct_tree, "out", "the cotangent and the output")
+        paths = None
+        seeds = {}
+        for k, (c, o, (node, pos)) in enumerate(zip(ct_leaves, out_vals, out_nodes)):
+            oshape = np.shape(o) if not isinstance(o, Tracer) else o.shape
+            cshape = np.shape(c) if not isinstance(c, Tracer) else c.shape
+            if cshape != oshape:
+                paths = paths or tree_util.leaf_paths(out_tree, "out")
+                raise ValueError(f"the cotangent for {paths[k]} has shape {cshape} but the "
+                                 f"output has shape {oshape}")
+            if node is None or c is None:
+                continue
+            c = _as_array(c) if isinstance(c, (float, complex, int)) else c
+            if pos is None:
+                prev = seeds.get(node)
+                seeds[node] = c if prev is None else prev + c
+            else:
+                slot = seeds.setdefault(node, [None] * len(node.out))
+                slot[pos] = c if slot[pos] is None else slot[pos] + c
+        cts = backward(tape, seeds) if seeds else {}
+        ct_ids = {id(c) for c in ct_leaves}
+        grads = []
+        for x, node in zip(leaves, in_nodes):
+            g = cts.get(node) if node is not None else None
+            if g is None:
+                grads.append(_zero_like(x))
+            else:
+                if id(g) in ct_ids:
+                    g = g.copy()
+                grads.append(_to_user(g, x))
+        return tree_util.unflatten(in_tree, grads)
+
+    if has_aux:
+        return out, pullback, aux
+    return out, pullback
+
+
+def _check_scalar_output(out):
+    if isinstance(out, (bool, int, np.bool_, np.integer)) or (
+            hasattr(out, "dtype") and out.dtype.kind in "biu"):
+        raise TypeError(f"grad needs a real or complex floating-point scalar output; f "
+                        f"returned an integer or boolean value ({_describe(out)}); a "
+                        f"non-floating output has no gradient")
+    if isinstance(out, (float, complex)):
+        return
+    shape = getattr(out, "shape", None)
+    dtype = getattr(out, "dtype", None)
+    if shape is None or dtype is None:
+        raise TypeError(f"grad needs f to return a scalar array or float; it returned "
+                        f"{_describe(out)}")
+    if dtype.kind not in "fc":
+        raise TypeError(f"grad needs a real or complex floating-point scalar output; f "
+                        f"returned dtype {dtype}")
+    if shape != ():
+        raise ValueError(f"grad needs f to return a scalar (shape ()), but it returned shape "
+                         f"{tuple(shape)}; use rune.vjp for a vector-Jacobian product or "
+                         f"rune.jacrev for the whole Jacobian")
+
+
+def _describe(x):
+    if hasattr(x, "shape") and hasattr(x, "dtype"):
+        return f"{type(x).__name__} of shape {tuple(x.shape)} and dtype {x.dtype}"
+    return f"a {type(x).__name__}"
+
+
+def _argnums_tuple(argnums, nargs):
+    single = isinstance(argnums, int)
+    nums = (argnums,) if single else tuple(argnums)
+    for a in nums:
+        if not isinstance(a, int) or not -nargs <= a < nargs:
+            raise ValueError(f"argnums {argnums!r} is out of range for a function called "
+                             f"with {nargs} positional argument(s)")
+    return single, tuple(a % nargs for a in nums)
+
+
+def value_and_grad(f, argnums=0, has_aux=False):
+    """A function returning ``(f(*args), gradient)``; ``((value, aux), grad)`` with ``has_aux``.
+
+    >>> import numpy as np, rune
+    >>> rune.value_and_grad(lambda x: np.sum(x ** 2))(np.array([1.0, 2.0]))
+    (np.float64(5.0), array([2., 4.]))
+    """
+    def value_and_grad_f(*args, **kwargs):
+        single, nums = _argnums_tuple(argnums, len(args))
+
+        def g(*diff):
+            full = list(args)
+            for k, a in zip(nums, diff):
+                full[k] = a
+            return f(*full, **kwargs)
+
+        res = vjp(g, *[args[k] for k in nums], has_aux=has_aux)
+        out, pullback = res[0], res[1]
+        _check_scalar_output(out)
+        seed = np.ones((), out.dtype) if hasattr(out, "dtype") else np.ones((), type(out))
+        if isinstance(out, Tracer):
+            seed = np.ones((), out.dtype)
+        grads = pullback(seed)
+        g_out = grads[0] if single else grads
+        if has_aux:
+            return (out, res[2]), g_out
+        return out, g_out
+
+    _wrap_name(value_and_grad_f, f, "value_and_grad")
+    return value_and_grad_f
+
+
+def grad(f, argnums=0, has_aux=False):
+    """The gradient of a scalar-valued ``f`` with respect to argument(s) ``argnums``.
+
+    The gradient has the argument's structure: the gradient of a dataclass
+    is that dataclass, each leaf in its own dtype.  With ``has_aux``,
+    returns ``(grad, aux)``.
+
+    >>> import numpy as np, rune
+    >>> rune.grad(lambda x: np.sum(np.sin(x)))(np.array([0.0, np.pi]))
+    array([ 1., -1.])
+    """
+    vg = value_and_grad(f, argnums, has_aux)
+
+    def grad_f(*args, **kwargs):
+        res = vg(*args, **kwargs)
+        if has_aux:
+            (_, aux), g = res
+            return g, aux
+        return res[1]
+
+    _wrap_name(grad_f, f, "grad")
+    return grad_f
+
+
+def _wrap_name(wrapper, f, what):
+    name = getattr(f, "__name__", "f")
+    wrapper.__name__ = f"{what}({name})"
+    wrapper.__qualname__ = wrapper.__name__
+    wrapper.__doc__ = getattr(f, "__doc__", None)
+    wrapper.__wrapped__ = f
+
+
+def stop_gradient(x):
+    """``x`` (an array or a whole tree) with zero derivative in every transformation.
+
+    Under ``vmap`` the batch is kept; otherwise the result is a plain array.
+
+    >>> import numpy as np, rune
+    >>> rune.grad(lambda x: np.sum(x * rune.stop_gradient(x)))(np.array([3.0]))
+    array([3.])
+    """
+    return tree_util.map(_stop_leaf, x)
+
+
+def _stop_leaf(x):
+    if isinstance(x, Tracer):
+        return x._stop_gradient()
+    return x

@@ -1,0 +1,406 @@
+"""Elementwise rules: every NumPy ufunc, ``where``, casts, real/imag/conj.
+
+An elementwise primitive's derivative with respect to argument ``i`` is a
+local scalar ``d_i`` (a function of the inputs and the output), so both its
+JVP and its VJP are ``g * d_i``: one line per function below.  The engine
+broadcasts tangents and un-broadcasts cotangents.  Rules marked ``safe``
+have local derivatives that can be infinite or NaN (``sqrt`` at 0, ``log``
+at 0): they give ``0`` where the incoming tangent/cotangent is ``0``, so
+``np.where(x > 0, np.sqrt(x), 0.0)`` has gradient 0, not NaN, at ``x == 0``.
+
+Complex numbers follow JAX's convention: rules are holomorphic derivatives
+(``ct * f'(z)``, no conjugation); the non-holomorphic ``abs``, ``conj``,
+``real`` and ``imag`` have rules of their own.
+
+To add a function, copy a line: ``unary(np.arcsinh, lambda x, y: 1 / np.sqrt(x * x + 1))``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..core import Primitive, Tracer, bind
+from ..numpy_api import register_ufunc, implements, FUNCTIONS
+
+# --------------------------------------------------------------------------
+# Shared pieces
+# --------------------------------------------------------------------------
+
+
+def ndim(x):
+    """Rank of an array, tracer or Python scalar."""
+    n = getattr(x, "ndim", None)
+    return np.ndim(x) if n is None else n
+
+
+def shape(x):
+    s = getattr(x, "shape", None)
+    return np.shape(x) if s is None else s
+
+
+def elementwise_batch(prim):
+    """The batching rule shared by every elementwise primitive: batch axes to the front."""
+    def batch(args, bdims, **params):
+        nds = [ndim(a) - (b is not None) for a, b in zip(args, bdims)]
+        out_nd = max(nds)
+        moved = []
+        for a, b, nd in zip(args, bdims, nds):
+            if b is not None:
+                if b != 0:
+                    a = np.moveaxis(a, b, 0)
+                if nd < out_nd:
+                    s = shape(a)
+                    a = np.reshape(a, s[:1] + (1,) * (out_nd - nd) + s[1:])
+            moved.append(a)
+        return bind(prim, *moved, **params), 0
+    return batch
+
+
+def safe_mul(g, d):
+    """``g * d``, but 0 where ``g`` is 0 even if ``d`` is infinite or NaN."""
+    return np.where(g == 0, 0, g * d)
+
+
+def _quiet():
+    return np.errstate(divide="ignore", invalid="ignore", over="ignore")
+
+
+def _scale(d, safe):
+    """The rule ``g -> g * d(args, out)`` for one argument."""
+    if d is ONE:
+        return lambda g, out, *args: g
+    if d is NEG:
+        return lambda g, out, *args: -g
+    if safe:
+        def rule(g, out, *args):
+            with _quiet():
+                return safe_mul(g, d(*args, out))
+        return rule
+    return lambda g, out, *args: g * d(*args, out)
+
+
+ONE = object()   # the local derivative is exactly 1
+NEG = object()   # the local derivative is exactly -1
+
+
+def elementwise(ufunc, *partials, safe=False, name=None):
+    """A differentiable elementwise primitive for ``ufunc`` with local derivatives ``partials``.
+
+    Each partial is ``d(*args, out)``, ``ONE``, ``NEG`` or ``None`` (no derivative).
+    JVP and VJP are the same rule, ``g * d``, since ``d`` is a scalar per element.
+    """
+    rules = tuple(None if d is None else _scale(d, safe) for d in partials)
+    p = Primitive(name or ufunc.__name__, ufunc, jvp=rules, vjp=rules)
+    p.batch = elementwise_batch(p)
+    register_ufunc(ufunc, p)
+    return p
+
+
+def unary(ufunc, d, safe=False):
+    """``unary(np.sin, lambda x, y: np.cos(x))``: ``d(x, y)`` with ``y`` the output."""
+    return elementwise(ufunc, d, safe=safe)
+
+
+def binary(ufunc, dx, dy, safe=False):
+    """``binary(np.multiply, lambda x, y, z: y, lambda x, y, z: x)``: ``z`` is the output."""
+    return elementwise(ufunc, dx, dy, safe=safe)
+
+
+def nondiff(ufunc, name=None):
+    """An elementwise primitive with zero derivative (comparisons, rounding, bit ops)."""
+    p = Primitive(name or ufunc.__name__, ufunc, nondiff=True)
+    p.batch = elementwise_batch(p)
+    register_ufunc(ufunc, p)
+    return p
+
+
+LN2 = np.log(2.0)
+LN10 = np.log(10.0)
+
+# --------------------------------------------------------------------------
+# Arithmetic
+# --------------------------------------------------------------------------
+
+add_p = binary(np.add, ONE, ONE)
+subtract_p = binary(np.subtract, ONE, NEG)
+multiply_p = binary(np.multiply, lambda x, y, z: y, lambda x, y, z: x)
+divide_p = binary(np.true_divide, lambda x, y, z: 1 / y, lambda x, y, z: -z / y, safe=True)
+negative_p = unary(np.negative, NEG)
+positive_p = unary(np.positive, ONE)
+reciprocal_p = unary(np.reciprocal, lambda x, y: -y * y, safe=True)
+square_p = unary(np.square, lambda x, y: 2 * x)
+sqrt_p = unary(np.sqrt, lambda x, y: 0.5 / y, safe=True)
+cbrt_p = unary(np.cbrt, lambda x, y: 1 / (3 * y * y), safe=True)
+power_p = binary(np.power, lambda x, y, z: y * x ** (y - 1),
+                 lambda x, y, z: np.where(x == 0, 0, np.log(np.where(x == 0, 1, x)) * z),
+                 safe=True)
+float_power_p = binary(np.float_power, lambda x, y, z: y * np.float_power(x, y - 1),
+                       lambda x, y, z: np.where(x == 0, 0,
+                                                np.log(np.where(x == 0, 1, x)) * z),
+                       safe=True)
+remainder_p = binary(np.remainder, ONE, lambda x, y, z: -np.floor_divide(x, y))
+fmod_p = binary(np.fmod, ONE, lambda x, y, z: -np.trunc(x / y))
+maximum_p = binary(np.maximum, lambda x, y, z: _tie(x, y, np.greater),
+                   lambda x, y, z: _tie(y, x, np.greater))
+minimum_p = binary(np.minimum, lambda x, y, z: _tie(x, y, np.less),
+                   lambda x, y, z: _tie(y, x, np.less))
+fmax_p = binary(np.fmax, lambda x, y, z: _tie_nan(x, y, np.greater),
+                lambda x, y, z: _tie_nan(y, x, np.greater))
+fmin_p = binary(np.fmin, lambda x, y, z: _tie_nan(x, y, np.less),
+                lambda x, y, z: _tie_nan(y, x, np.less))
+copysign_p = binary(np.copysign, lambda x, y, z: np.where(np.signbit(x) == np.signbit(y), 1, -1),
+                    None)
+ldexp_p = binary(np.ldexp, lambda x, i, z: np.ldexp(np.ones_like(x), i), None)
+hypot_p = binary(np.hypot, lambda x, y, z: x / z, lambda x, y, z: y / z, safe=True)
+
+
+def _tie(x, y, wins):
+    """1 where ``x`` wins, 1/2 at a tie (the gradient is split evenly, as in JAX), else 0."""
+    return np.where(wins(x, y), 1.0, np.where(x == y, 0.5, 0.0))
+
+
+def _tie_nan(x, y, wins):
+    """Like :func:`_tie`, but ``x`` also wins where ``y`` is NaN (``fmax``/``fmin``)."""
+    return np.where(wins(x, y) | np.isnan(y), 1.0, np.where(x == y, 0.5, 0.0))
+
+
+# --------------------------------------------------------------------------
+# Exponentials and logarithms
+# --------------------------------------------------------------------------
+
+exp_p = unary(np.exp, lambda x, y: y)
+exp2_p = unary(np.exp2, lambda x, y: y * LN2)
+expm1_p = unary(np.expm1, lambda x, y: y + 1)
+log_p = unary(np.log, lambda x, y: 1 / x, safe=True)
+log2_p = unary(np.log2, lambda x, y: 1 / (x * LN2), safe=True)
+log10_p = unary(np.log10, lambda x, y: 1 / (x * LN10), safe=True)
+log1p_p = unary(np.log1p, lambda x, y: 1 / (1 + x), safe=True)
+logaddexp_p = binary(np.logaddexp, lambda x, y, z: np.exp(x - z), lambda x, y, z: np.exp(y - z))
+logaddexp2_p = binary(np.logaddexp2, lambda x, y, z: np.exp2(x - z),
+                      lambda x, y, z: np.exp2(y - z))
+
+# --------------------------------------------------------------------------
+# Trigonometric and hyperbolic
+# --------------------------------------------------------------------------
+
+sin_p = unary(np.sin, lambda x, y: np.cos(x))
+cos_p = unary(np.cos, lambda x, y: -np.sin(x))
+tan_p = unary(np.tan, lambda x, y: 1 + y * y)
+arcsin_p = unary(np.arcsin, lambda x, y: 1 / np.sqrt(1 - x * x), safe=True)
+arccos_p = unary(np.arccos, lambda x, y: -1 / np.sqrt(1 - x * x), safe=True)
+arctan_p = unary(np.arctan, lambda x, y: 1 / (1 + x * x))
+arctan2_p = binary(np.arctan2, lambda a, b, z: b / (a * a + b * b),
+                   lambda a, b, z: -a / (a * a + b * b), safe=True)
+sinh_p = unary(np.sinh, lambda x, y: np.cosh(x))
+cosh_p = unary(np.cosh, lambda x, y: np.sinh(x))
+tanh_p = unary(np.tanh, lambda x, y: 1 - y * y)
+arcsinh_p = unary(np.arcsinh, lambda x, y: 1 / np.sqrt(x * x + 1))
+arccosh_p = unary(np.arccosh, lambda x, y: 1 / np.sqrt(x * x - 1), safe=True)
+arctanh_p = unary(np.arctanh, lambda x, y: 1 / (1 - x * x), safe=True)
+deg2rad_p = unary(np.deg2rad, lambda x, y: np.pi / 180)
+rad2deg_p = unary(np.rad2deg, lambda x, y: 180 / np.pi)
+register_ufunc(np.radians, deg2rad_p)
+register_ufunc(np.degrees, rad2deg_p)
+
+# --------------------------------------------------------------------------
+# Non-holomorphic: abs, conj (and real/imag below)
+# --------------------------------------------------------------------------
+
+
+def _abs_jvp(t, y, x):
+    if x.dtype.kind == "c":
+        with _quiet():
+            d = np.where(y == 0, 0, np.conj(x) / np.where(y == 0, 1, y))
+        return np.real(t * d)
+    return t * np.sign(x)
+
+
+def _abs_vjp(ct, y, x):
+    if x.dtype.kind == "c":
+        with _quiet():
+            d = np.where(y == 0, 0, np.conj(x) / np.where(y == 0, 1, y))
+        return ct * d
+    return ct * np.sign(x)
+
+
+absolute_p = Primitive("absolute", np.absolute, jvp=(_abs_jvp,), vjp=(_abs_vjp,))
+absolute_p.batch = elementwise_batch(absolute_p)
+register_ufunc(np.absolute, absolute_p)
+register_ufunc(np.fabs, absolute_p)
+
+conj_p = Primitive("conjugate", np.conjugate, jvp=(lambda t, out, x: np.conj(t),),
+                   vjp=(lambda ct, out, x: np.conj(ct),))
+conj_p.batch = elementwise_batch(conj_p)
+register_ufunc(np.conjugate, conj_p)
+
+real_p = Primitive("real", np.real, jvp=(lambda t, out, x: np.real(t),),
+                   vjp=(lambda ct, out, x: ct,))
+real_p.batch = elementwise_batch(real_p)
+imag_p = Primitive("imag", np.imag, jvp=(lambda t, out, x: np.imag(t),),
+                   vjp=(lambda ct, out, x: -1j * ct,))
+imag_p.batch = elementwise_batch(imag_p)
+
+
+@implements(np.real)
+def _real(x):
+    return real_p(x) if np.iscomplexobj(x) else x
+
+
+@implements(np.imag)
+def _imag(x):
+    return imag_p(x) if np.iscomplexobj(x) else np.zeros_like(x)
+
+
+@implements(np.conj, np.conjugate)
+def _conj(x):
+    return conj_p(x) if np.iscomplexobj(x) else x
+
+
+@implements(np.angle)
+def _angle(z, deg=False):
+    a = np.arctan2(np.imag(z), np.real(z))
+    return a * (180 / np.pi) if deg else a
+
+
+@implements(np.iscomplexobj)
+def _iscomplexobj(x):
+    return getattr(x, "dtype", np.asarray(x).dtype if not isinstance(x, Tracer) else None
+                   ).kind == "c"
+
+
+@implements(np.isrealobj)
+def _isrealobj(x):
+    return not _iscomplexobj(x)
+
+
+# --------------------------------------------------------------------------
+# No derivative: comparisons, logic, rounding, bit operations, predicates
+# --------------------------------------------------------------------------
+
+for _uf in (np.greater, np.greater_equal, np.less, np.less_equal, np.equal, np.not_equal,
+            np.logical_and, np.logical_or, np.logical_xor, np.logical_not,
+            np.isfinite, np.isinf, np.isnan, np.isnat, np.signbit, np.sign,
+            np.floor, np.ceil, np.trunc, np.rint, np.floor_divide, np.heaviside,
+            np.nextafter, np.spacing, np.bitwise_and, np.bitwise_or, np.bitwise_xor,
+            np.invert, np.left_shift, np.right_shift, np.gcd, np.lcm,
+            getattr(np, "bitwise_count", None)):
+    if _uf is not None:
+        nondiff(_uf)
+
+
+@implements(np.fix)
+def _fix(x, out=None):
+    return np.trunc(x)
+
+
+def _divmod(x, y):
+    return np.floor_divide(x, y), np.remainder(x, y)
+
+
+def _modf(x):
+    i = np.trunc(x)
+    return x - i, i
+
+
+frexp_exponent_p = Primitive("frexp_exponent", lambda x: np.frexp(x)[1], nondiff=True)
+frexp_exponent_p.batch = elementwise_batch(frexp_exponent_p)
+
+
+def _frexp(x):
+    e = frexp_exponent_p(x)
+    return np.ldexp(x, -e), e
+
+
+register_ufunc(np.divmod, _divmod)
+register_ufunc(np.modf, _modf)
+register_ufunc(np.frexp, _frexp)
+
+# --------------------------------------------------------------------------
+# where, casts, clip
+# --------------------------------------------------------------------------
+
+select_p = Primitive(
+    "where", np.where,
+    jvp=(None, lambda t, out, c, x, y: np.where(c, t, 0), lambda t, out, c, x, y: np.where(c, 0, t)),
+    vjp=(None, lambda ct, out, c, x, y: np.where(c, ct, 0),
+         lambda ct, out, c, x, y: np.where(c, 0, ct)))
+select_p.batch = elementwise_batch(select_p)
+
+
+@implements(np.where)
+def _where(condition, x=None, y=None):
+    if x is None and y is None:
+        return np.nonzero(condition)
+    return select_p(condition, x, y)
+
+
+def _cast_impl(x, dtype):
+    return x.astype(dtype) if hasattr(x, "astype") else np.asarray(x).astype(dtype)
+
+
+cast_p = Primitive("astype", _cast_impl, jvp=(lambda t, out, x, dtype: t,),
+                   vjp=(lambda ct, out, x, dtype: ct,))
+cast_p.batch = lambda args, bdims, dtype: (cast_p(args[0], dtype=dtype), bdims[0])
+cast_nondiff_p = Primitive("astype", _cast_impl, nondiff=True)
+cast_nondiff_p.batch = lambda args, bdims, dtype: (cast_nondiff_p(args[0], dtype=dtype), bdims[0])
+
+
+def astype(x, dtype, copy=True):
+    dtype = np.dtype(dtype)
+    if dtype == x.dtype:
+        return x.copy() if copy else x
+    if dtype.kind in "fc":
+        return cast_p(x, dtype=dtype)
+    return cast_nondiff_p(x, dtype=dtype)
+
+
+FUNCTIONS["astype"] = astype
+if hasattr(np, "astype"):
+    implements(np.astype)(lambda x, dtype, /, *, copy=True, device=None: astype(x, dtype, copy))
+
+
+@implements(np.clip)
+def _clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None, **kwargs):
+    if out is not None:
+        raise NotImplementedError("np.clip(..., out=...) is not supported on traced values")
+    lo = a_min if a_min is not None else min
+    hi = a_max if a_max is not None else max
+    if lo is not None:
+        a = np.maximum(a, lo)
+    if hi is not None:
+        a = np.minimum(a, hi)
+    return a
+
+
+@implements(np.nan_to_num)
+def _nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
+    info = np.finfo(np.real(np.zeros((), x.dtype)).dtype)
+    posinf = info.max if posinf is None else posinf
+    neginf = info.min if neginf is None else neginf
+    x = np.where(np.isnan(x), nan, x)
+    x = np.where(np.isposinf(x), posinf, x)
+    return np.where(np.isneginf(x), neginf, x)
+
+
+@implements(np.isposinf)
+def _isposinf(x, out=None):
+    return np.isinf(x) & ~np.signbit(x)
+
+
+@implements(np.isneginf)
+def _isneginf(x, out=None):
+    return np.isinf(x) & np.signbit(x)
+
+
+@implements(np.round, np.around)
+def _round(a, decimals=0, out=None):
+    if decimals == 0:
+        return np.rint(a)
+    scale = 10.0 ** decimals
+    return np.rint(a * scale) / scale
+
+
+@implements(np.sinc)
+def _sinc(x):
+    y = np.pi * np.where(x == 0, 1.0e-20, x)
+    return np.sin(y) / y

@@ -1,0 +1,1 @@
+"""Rules added by later families are imported from here (kept empty until then)."""

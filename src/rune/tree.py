@@ -1,0 +1,332 @@
+"""Trees: nested containers of arrays, flattened to leaves and rebuilt.
+
+Tuples, lists, dicts (key order kept), ``None`` (an empty node),
+NamedTuples and dataclasses are trees out of the box; any other class joins
+with :func:`register` or the two methods ``__rune_flatten__(self) ->
+(children, aux)`` and the classmethod ``__rune_unflatten__(cls, aux,
+children)``.  Everything else is a leaf.  Dataclass fields with
+``field(metadata={"static": True})`` are part of the structure, not leaves.
+Records are rebuilt without running ``__init__``/``__post_init__``.
+
+>>> import rune
+>>> leaves, treedef = rune.tree.flatten({"a": 1.0, "b": (2.0, None)})
+>>> leaves
+[1.0, 2.0]
+>>> rune.tree.unflatten(treedef, [10.0, 20.0])
+{'a': 10.0, 'b': (20.0, None)}
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+__all__ = ["flatten", "unflatten", "leaves", "structure", "map", "register",
+           "TreeDef", "flatten_with_paths", "leaf_paths"]
+
+
+class _NodeType:
+    __slots__ = ("flatten", "unflatten", "keys")
+
+    def __init__(self, flatten, unflatten, keys):
+        self.flatten = flatten      # obj -> (children, aux)
+        self.unflatten = unflatten  # (aux, children) -> obj
+        self.keys = keys            # (obj_or_None, aux, n) -> path suffixes
+
+
+_registry: dict = {}
+_LEAF = None
+
+
+def register(cls, flatten, unflatten):
+    """Make ``cls`` a tree node.
+
+    ``flatten(obj) -> (children, aux)`` and ``unflatten(aux, children) -> obj``
+    (JAX's convention); ``aux`` must be hashable: it is part of the structure.
+
+    >>> import rune
+    >>> class Pair:
+    ...     def __init__(self, a, b): self.a, self.b = a, b
+    >>> rune.tree.register(Pair, lambda p: ((p.a, p.b), None),
+    ...                    lambda aux, ch: Pair(*ch))
+    >>> rune.tree.leaves(Pair(1.0, 2.0))
+    [1.0, 2.0]
+    """
+    _registry[cls] = _NodeType(flatten, unflatten, _index_keys)
+
+
+def _index_keys(aux, n):
+    return [f"[{i}]" for i in range(n)]
+
+
+def _dict_keys(aux, n):
+    return [f"[{k!r}]" for k in aux]
+
+
+def _attr_keys(aux, n):
+    return [f".{name}" for name in aux[0]]
+
+
+def _nt_keys(aux, n):
+    return [f".{name}" for name in aux]
+
+
+register(tuple, lambda t: (t, None), lambda aux, ch: tuple(ch))
+register(list, lambda t: (t, None), lambda aux, ch: list(ch))
+_registry[dict] = _NodeType(lambda d: (list(d.values()), tuple(d.keys())),
+                            lambda aux, ch: dict(zip(aux, ch)), _dict_keys)
+_registry[type(None)] = _NodeType(lambda n: ((), None), lambda aux, ch: None, _index_keys)
+
+
+def _dataclass_node(cls):
+    fields = [f for f in dataclasses.fields(cls)]
+    dyn = tuple(f.name for f in fields if not f.metadata.get("static", False))
+    static = tuple(f.name for f in fields if f.metadata.get("static", False))
+
+    def flatten(obj):
+        return ([getattr(obj, n) for n in dyn],
+                (dyn, tuple((n, getattr(obj, n)) for n in static)))
+
+    def unflatten(aux, children):
+        obj = object.__new__(cls)
+        setter = object.__setattr__
+        for n, v in zip(aux[0], children):
+            setter(obj, n, v)
+        for n, v in aux[1]:
+            setter(obj, n, v)
+        return obj
+
+    return _NodeType(flatten, unflatten, _attr_keys)
+
+
+def _namedtuple_node(cls):
+    return _NodeType(lambda t: (t, cls._fields),
+                     lambda aux, ch: tuple.__new__(cls, ch), _nt_keys)
+
+
+def _method_node(cls):
+    return _NodeType(lambda obj: obj.__rune_flatten__(),
+                     lambda aux, ch: cls.__rune_unflatten__(aux, ch), _index_keys)
+
+
+def _node_type(cls):
+    node = _registry.get(cls, 0)
+    if node != 0:
+        return node
+    if hasattr(cls, "__rune_flatten__") and hasattr(cls, "__rune_unflatten__"):
+        node = _method_node(cls)
+    elif dataclasses.is_dataclass(cls) and isinstance(cls, type):
+        node = _dataclass_node(cls)
+    elif issubclass(cls, tuple) and hasattr(cls, "_fields"):
+        node = _namedtuple_node(cls)
+    else:
+        node = _LEAF
+    _registry[cls] = node
+    return node
+
+
+class TreeDef:
+    """The structure of a tree: node types, their ``aux`` data and the leaves' places."""
+
+    __slots__ = ("node_cls", "aux", "children", "num_leaves", "_hash")
+
+    def __init__(self, node_cls, aux, children):
+        self.node_cls = node_cls      # None for a leaf
+        self.aux = aux
+        self.children = children
+        self.num_leaves = 1 if node_cls is None else sum(c.num_leaves for c in children)
+        self._hash = None
+
+    def __eq__(self, other):
+        if self is other:
+            return True
+        if not isinstance(other, TreeDef):
+            return NotImplemented
+        return (self.node_cls is other.node_cls and self.num_leaves == other.num_leaves
+                and _aux_eq(self.aux, other.aux) and self.children == other.children)
+
+    def __hash__(self):
+        if self._hash is None:
+            self._hash = hash((self.node_cls, _hashable(self.aux), self.children))
+        return self._hash
+
+    def __repr__(self):
+        if self.node_cls is None:
+            return "*"
+        inner = ", ".join(map(repr, self.children))
+        return f"{self.node_cls.__name__}({inner})"
+
+
+def _aux_eq(a, b):
+    try:
+        return bool(a == b)
+    except Exception:   # arrays as static values: compare by identity
+        return a is b
+
+
+def _hashable(aux):
+    try:
+        return hash(aux)
+    except TypeError:
+        return id(aux)
+
+
+_LEAF_DEF = TreeDef(None, None, ())
+
+
+def flatten(tree):
+    """``(leaves, treedef)``: the leaves in order and what rebuilds the tree."""
+    leaves = []
+    return leaves, _flatten(tree, leaves)
+
+
+def _flatten(tree, leaves):
+    node = _node_type(type(tree))
+    if node is _LEAF:
+        leaves.append(tree)
+        return _LEAF_DEF
+    children, aux = node.flatten(tree)
+    return TreeDef(type(tree), aux, tuple(_flatten(c, leaves) for c in children))
+
+
+def unflatten(treedef, leaves):
+    """Rebuild a tree of ``treedef``'s structure from ``leaves``."""
+    it = iter(leaves)
+    out = _unflatten(treedef, it)
+    rest = sum(1 for _ in it)
+    if rest:
+        raise ValueError(f"unflatten got {treedef.num_leaves + rest} leaves for a "
+                         f"structure with {treedef.num_leaves}")
+    return out
+
+
+def _unflatten(treedef, it):
+    if treedef.node_cls is None:
+        try:
+            return next(it)
+        except StopIteration:
+            raise ValueError("unflatten got too few leaves for the structure") from None
+    children = [_unflatten(c, it) for c in treedef.children]
+    return _registry[treedef.node_cls].unflatten(treedef.aux, children)
+
+
+def leaves(tree):
+    """The leaves of ``tree``, in order."""
+    out = []
+    _flatten(tree, out)
+    return out
+
+
+def structure(tree):
+    """The :class:`TreeDef` of ``tree``."""
+    return _flatten(tree, [])
+
+
+def leaf_paths(treedef, root=""):
+    """The path of each leaf of ``treedef`` as a string like ``params.layers[2].w``."""
+    out = []
+    _paths(treedef, root, out)
+    return out
+
+
+def _paths(td, prefix, out):
+    if td.node_cls is None:
+        out.append(prefix or "<root>")
+        return
+    keys = _registry[td.node_cls].keys(td.aux, len(td.children))
+    for k, c in zip(keys, td.children):
+        _paths(c, prefix + k, out)
+
+
+def flatten_with_paths(tree, root=""):
+    """``[(path, leaf), ...]`` for every leaf of ``tree``."""
+    lv, td = flatten(tree)
+    return list(zip(leaf_paths(td, root), lv))
+
+
+def _mismatch(a, b, path):
+    """A message naming the first place where the structures ``a`` and ``b`` differ."""
+    where = path or "<root>"
+    if a.node_cls is None or b.node_cls is None:
+        kind = "a leaf" if a.node_cls is None else f"a {a.node_cls.__name__}"
+        other = "a leaf" if b.node_cls is None else f"a {b.node_cls.__name__}"
+        return f"at {where}: {kind} in one tree but {other} in the other"
+    if a.node_cls is not b.node_cls:
+        return (f"at {where}: a {a.node_cls.__name__} in one tree but a "
+                f"{b.node_cls.__name__} in the other")
+    if not _aux_eq(a.aux, b.aux) or len(a.children) != len(b.children):
+        return (f"at {where}: {a.node_cls.__name__} nodes differ "
+                f"({_describe(a)} vs {_describe(b)})")
+    keys = _registry[a.node_cls].keys(a.aux, len(a.children))
+    for k, ca, cb in zip(keys, a.children, b.children):
+        if ca != cb:
+            return _mismatch(ca, cb, path + k)
+    return f"at {where}: structures differ"
+
+
+def _describe(td):
+    if td.node_cls is dict:
+        return f"keys {list(td.aux)}"
+    return f"{len(td.children)} children, aux {td.aux!r}"
+
+
+def check_same(a, b, root="", what="trees"):
+    """Raise ``ValueError`` naming the first differing path if ``a != b`` (treedefs)."""
+    if a != b:
+        raise ValueError(f"{what} have different structures: {_mismatch(a, b, root)}")
+
+
+def map(f, tree, *rest):
+    """Apply ``f`` to the leaves of ``tree`` (and the matching leaves of ``rest``).
+
+    >>> import rune
+    >>> rune.tree.map(lambda a, b: a + b, {"x": 1, "y": (2,)}, {"x": 10, "y": (20,)})
+    {'x': 11, 'y': (22,)}
+    """
+    lv, td = flatten(tree)
+    others = []
+    for r in rest:
+        rl, rd = flatten(r)
+        check_same(td, rd, "tree", "the trees given to rune.tree.map")
+        others.append(rl)
+    return unflatten(td, [f(*xs) for xs in zip(lv, *others)])
+
+
+def broadcast_prefix(prefix, tree, is_leaf_prefix, root="", what="prefix"):
+    """Expand ``prefix`` (a tree prefix of ``tree``) to one entry per leaf of ``tree``.
+
+    A prefix leaf (as decided by ``is_leaf_prefix``) applies to the whole
+    subtree below it.  A mismatch raises ``ValueError`` naming the path.
+    """
+    out = []
+    _broadcast(prefix, tree, is_leaf_prefix, root, what, out)
+    return out
+
+
+def _broadcast(prefix, tree, is_leaf_prefix, path, what, out):
+    if is_leaf_prefix(prefix):
+        out.extend([prefix] * len(leaves(tree)))
+        return
+    pnode = _node_type(type(prefix))
+    tnode = _node_type(type(tree))
+    if pnode is _LEAF or tnode is _LEAF or type(prefix) is not type(tree) and not (
+            isinstance(prefix, (tuple, list)) and isinstance(tree, (tuple, list))
+            and pnode is _registry.get(type(prefix)) and tnode is _registry.get(type(tree))):
+        raise ValueError(f"{what} is not a tree prefix of the arguments: at "
+                         f"{path or '<root>'} it has a {type(prefix).__name__} where the "
+                         f"argument has a {type(tree).__name__}")
+    pch, paux = pnode.flatten(prefix)
+    tch, taux = tnode.flatten(tree)
+    if len(pch) != len(tch) or (type(tree) is dict and list(paux) != list(taux)):
+        raise ValueError(f"{what} is not a tree prefix of the arguments: at "
+                         f"{path or '<root>'} it has {len(pch)} entries "
+                         f"({_node_keys_text(prefix, pnode, paux, pch)}) where the argument "
+                         f"has {len(tch)} ({_node_keys_text(tree, tnode, taux, tch)})")
+    keys = tnode.keys(taux, len(tch))
+    for k, p, t in zip(keys, pch, tch):
+        _broadcast(p, t, is_leaf_prefix, path + k, what, out)
+
+
+def _node_keys_text(obj, node, aux, ch):
+    if isinstance(obj, dict):
+        return f"keys {list(aux)}"
+    return type(obj).__name__
