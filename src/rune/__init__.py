@@ -12,12 +12,15 @@ from .core import TracerConversionError, BatchedControlFlowError, PerformanceWar
 from .reverse import grad, value_and_grad, vjp, stop_gradient
 from .forward import jvp
 from .batching import vmap
+from .jacobians import jacfwd, jacrev, hessian, hvp
+from .testing import check_grads
 
 _numpy_api.install()
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "grad", "value_and_grad", "vjp", "jvp", "vmap", "stop_gradient", "tree",
+    "grad", "value_and_grad", "vjp", "jvp", "vmap", "jacfwd", "jacrev", "hessian", "hvp",
+    "stop_gradient", "check_grads", "tree",
     "TracerConversionError", "BatchedControlFlowError", "PerformanceWarning",
 ]

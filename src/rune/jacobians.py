@@ -1,0 +1,191 @@
+"""Jacobians and Hessians, built from the other transformations.
+
+``jacrev`` is ``vmap`` of the pullback over a basis of output cotangents;
+``jacfwd`` is ``vmap`` of ``jvp`` over a basis of input tangents;
+``hessian`` is ``jacfwd(jacrev(f))``; ``hvp`` is ``jvp`` of ``grad``
+(forward-over-reverse, never forming the Hessian).  Each Jacobian leaf has
+JAX's layout, ``out.shape + in.shape``, nested as ``out_tree`` of ``in_tree``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import tree as tree_util
+from .batching import vmap
+from .forward import jvp
+from .reverse import vjp, grad, _argnums_tuple, _is_float_leaf, _wrap_name
+
+__all__ = ["jacfwd", "jacrev", "hessian", "hvp"]
+
+
+def _shape(x):
+    return tuple(x.shape) if hasattr(x, "shape") else ()
+
+
+def _dtype(x):
+    if hasattr(x, "dtype"):
+        return x.dtype
+    return np.result_type(type(x)) if isinstance(x, (float, complex)) else np.dtype(float)
+
+
+def _size(shape):
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def _basis(shapes, dtypes):
+    """One-hot rows: leaf k gets an array of shape (N,) + shapes[k]."""
+    sizes = [_size(s) for s in shapes]
+    n = sum(sizes)
+    out = []
+    offset = 0
+    for s, d, m in zip(shapes, dtypes, sizes):
+        b = np.zeros((n, m), d)
+        b[offset:offset + m] = np.eye(m, dtype=d)
+        out.append(b.reshape((n,) + s))
+        offset += m
+    return out, sizes
+
+
+def _diff_fn(f, args, nums, kwargs):
+    def g(*diff):
+        full = list(args)
+        for k, a in zip(nums, diff):
+            full[k] = a
+        return f(*full, **kwargs)
+    return g
+
+
+def jacrev(f, argnums=0, has_aux=False):
+    """The Jacobian of ``f`` by reverse mode (one pullback per output element, vmapped).
+
+    >>> import numpy as np, rune
+    >>> rune.jacrev(lambda x: x ** 2)(np.array([1.0, 2.0]))
+    array([[2., 0.],
+           [0., 4.]])
+    """
+    def jacfun(*args, **kwargs):
+        single, nums = _argnums_tuple(argnums, len(args))
+        diff_args = [args[k] for k in nums]
+        res = vjp(_diff_fn(f, args, nums, kwargs), *diff_args, has_aux=has_aux)
+        out, pullback = res[0], res[1]
+        out_leaves, out_tree = tree_util.flatten(out)
+        shapes = [_shape(o) for o in out_leaves]
+        basis, sizes = _basis(shapes, [_dtype(o) for o in out_leaves])
+        cts = vmap(pullback)(tree_util.unflatten(out_tree, basis))
+        in_leaves, in_tree = tree_util.flatten(tuple(diff_args))
+        ct_leaves = tree_util.leaves(cts)
+        per_out = []
+        offset = 0
+        for oshape, m in zip(shapes, sizes):
+            blocks = []
+            for x, c in zip(in_leaves, ct_leaves):
+                xs = _shape(x)
+                c = np.asarray(c) if not hasattr(c, "shape") else c
+                if c.shape[:1] != (sum(sizes),):   # a constant (non-float) leaf
+                    blocks.append(np.zeros(oshape + xs, _dtype(x)))
+                    continue
+                blocks.append(np.reshape(c[offset:offset + m], oshape + xs))
+            offset += m
+            jac = tree_util.unflatten(in_tree, blocks)
+            per_out.append(jac[0] if single else jac)
+        result = tree_util.unflatten(out_tree, per_out)
+        return (result, res[2]) if has_aux else result
+
+    _wrap_name(jacfun, f, "jacrev")
+    return jacfun
+
+
+def jacfwd(f, argnums=0, has_aux=False):
+    """The Jacobian of ``f`` by forward mode (one JVP per input element, vmapped).
+
+    >>> import numpy as np, rune
+    >>> rune.jacfwd(lambda x: np.sin(x))(np.array([0.0]))
+    array([[1.]])
+    """
+    def jacfun(*args, **kwargs):
+        single, nums = _argnums_tuple(argnums, len(args))
+        diff_args = tuple(args[k] for k in nums)
+        g = _diff_fn(f, args, nums, kwargs)
+        in_leaves, in_tree = tree_util.flatten(diff_args)
+        float_idx = [k for k, x in enumerate(in_leaves) if _is_float_leaf(x)]
+        shapes = [_shape(in_leaves[k]) for k in float_idx]
+        basis, sizes = _basis(shapes, [_dtype(in_leaves[k]) for k in float_idx])
+        n = sum(sizes)
+        aux_box = []
+
+        def push(*tangent_leaves):
+            t_all = [np.zeros_like(x) if not _is_float_leaf(x) else None for x in in_leaves]
+            for k, t in zip(float_idx, tangent_leaves):
+                t_all[k] = t
+            tangents = tree_util.unflatten(in_tree, t_all)
+            if has_aux:
+                out, t_out, aux = jvp(g, diff_args, tangents, has_aux=True)
+                aux_box.append(aux)
+                return t_out
+            return jvp(g, diff_args, tangents)[1]
+
+        out = g(*diff_args)
+        if has_aux:
+            out = out[0]
+        out_leaves, out_tree = tree_util.flatten(out)
+        t_outs = tree_util.leaves(vmap(push)(*basis)) if n else [
+            np.zeros((0,) + _shape(o)) for o in out_leaves]
+        per_out = []
+        for o, t in zip(out_leaves, t_outs):
+            oshape = _shape(o)
+            blocks = []
+            offset = 0
+            fk = 0
+            for k, x in enumerate(in_leaves):
+                xs = _shape(x)
+                if k not in float_idx:
+                    blocks.append(np.zeros(oshape + xs, _dtype(o)))
+                    continue
+                m = sizes[fk]
+                fk += 1
+                blk = np.reshape(t[offset:offset + m], xs + oshape)
+                nd_x = len(xs)
+                perm = tuple(range(nd_x, nd_x + len(oshape))) + tuple(range(nd_x))
+                blocks.append(np.transpose(blk, perm))
+                offset += m
+            jac = tree_util.unflatten(in_tree, blocks)
+            per_out.append(jac[0] if single else jac)
+        result = tree_util.unflatten(out_tree, per_out)
+        if has_aux:
+            return result, (aux_box[0] if aux_box else g(*diff_args)[1])
+        return result
+
+    _wrap_name(jacfun, f, "jacfwd")
+    return jacfun
+
+
+def hessian(f, argnums=0):
+    """The Hessian of a scalar ``f``: ``jacfwd(jacrev(f))``.
+
+    >>> import numpy as np, rune
+    >>> rune.hessian(lambda x: np.sum(x ** 3))(np.array([1.0, 2.0]))
+    array([[ 6.,  0.],
+           [ 0., 12.]])
+    """
+    h = jacfwd(jacrev(f, argnums), argnums)
+    _wrap_name(h, f, "hessian")
+    return h
+
+
+def hvp(f, primals, tangents):
+    """``(grads, hvps)``: the gradient of ``f`` at ``primals`` and the Hessian-vector
+    product along ``tangents`` (tuples, one tree per argument), forward-over-reverse.
+
+    >>> import numpy as np, rune
+    >>> g, hv = rune.hvp(lambda x: np.sum(x ** 3), (np.array([1.0, 2.0]),),
+    ...                  (np.array([1.0, 0.0]),))
+    >>> hv[0]
+    array([6., 0.])
+    """
+    primals, tangents = tuple(primals), tuple(tangents)
+    nums = tuple(range(len(primals)))
+    return jvp(grad(f, argnums=nums), primals, tangents)

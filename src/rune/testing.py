@@ -1,0 +1,204 @@
+"""``check_grads``: rune's derivatives of ``f`` against central finite differences.
+
+For each differentiable input leaf ``j`` (one at a time, so a failure names
+the leaf) and a random direction ``v_j``:
+
+* forward mode: ``jvp(f, x, v_j)`` against ``(f(x + eps v_j) - f(x - eps v_j)) / 2 eps``,
+  element by element;
+* reverse mode: ``<vjp(u), v_j>`` against ``<u, fd_j>`` for a random output
+  cotangent ``u`` (and against ``<u, jvp(v_j)>``: the JVP/VJP identity);
+
+then, for ``order`` > 1, the same again on the functions ``x -> jvp(f, x, v)``
+and ``x -> vjp(f, x)(u)``: derivatives of derivatives through nesting.
+The pairing is ``Re(sum(a * b))``, which makes the check hold for complex
+values under JAX's convention.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+
+from . import tree as tree_util
+from .forward import jvp
+from .reverse import vjp
+
+__all__ = ["check_grads"]
+
+_DEFAULTS = {  # (eps, rtol, atol) by the precision of the inputs
+    "float64": (1e-6, 1e-5, 1e-7),
+    "float32": (1e-3, 2e-2, 2e-3),
+    "float16": (1e-2, 1e-1, 1e-1),
+}
+
+
+def _precision(leaves):
+    worst = "float64"
+    for x in leaves:
+        dt = getattr(x, "dtype", None)
+        if dt is None or dt.kind not in "fc":
+            continue
+        bits = np.finfo(dt).bits
+        if bits <= 16:
+            return "float16"
+        if bits <= 32:
+            worst = "float32"
+    return worst
+
+
+def _is_diff(x):
+    dt = getattr(x, "dtype", None)
+    if dt is not None:
+        return dt.kind in "fc"
+    return isinstance(x, (float, complex)) and not isinstance(x, bool)
+
+
+def _random_like(x, rng):
+    shape = np.shape(x)
+    dt = np.asarray(x).dtype
+    v = rng.standard_normal(shape)
+    if dt.kind == "c":
+        v = v + 1j * rng.standard_normal(shape)
+    v = np.asarray(v, dtype=dt)
+    if isinstance(x, (float, complex)):
+        return type(x)(v)
+    return v
+
+
+def _pair(a, b):
+    """``Re(sum(a * b))`` over two trees of arrays."""
+    total = 0.0
+    for x, y in zip(tree_util.leaves(a), tree_util.leaves(b)):
+        total += float(np.real(np.sum(np.asarray(x, np.complex128) * np.asarray(y, np.complex128))))
+    return total
+
+
+def _arg_root_names(f, nargs):
+    try:
+        params = list(inspect.signature(f).parameters.values())
+    except (TypeError, ValueError):
+        params = []
+    names = []
+    for k in range(nargs):
+        if k < len(params) and params[k].kind in (params[k].POSITIONAL_ONLY,
+                                                  params[k].POSITIONAL_OR_KEYWORD):
+            names.append(params[k].name)
+        else:
+            names.append(f"args[{k}]")
+    return names
+
+
+def _leaf_paths(f, args):
+    names = _arg_root_names(f, len(args))
+    paths = []
+    for name, a in zip(names, args):
+        paths.extend(tree_util.leaf_paths(tree_util.structure(a), name))
+    return paths
+
+
+def _perturb(args, in_tree, leaves, j, v, eps):
+    new = list(leaves)
+    x = leaves[j]
+    new[j] = (np.asarray(x) + eps * np.asarray(v)).astype(np.asarray(x).dtype) \
+        if not isinstance(x, (float, complex)) else x + eps * v
+    return tree_util.unflatten(in_tree, new)
+
+
+def _fail(what, path, err, tol, order):
+    raise AssertionError(f"check_grads: {what} at {path} (order {order}): error {err:.3e} "
+                         f"exceeds the tolerance {tol:.3e}")
+
+
+def _compare_elems(a, b, rtol, atol):
+    """The worst (error, tolerance) over the elements of two trees."""
+    worst = (0.0, 1.0)
+    for x, y in zip(tree_util.leaves(a), tree_util.leaves(b)):
+        x = np.asarray(x, np.complex128)
+        y = np.asarray(y, np.complex128)
+        err = np.abs(x - y)
+        tol = atol + rtol * np.abs(y)
+        if err.size:
+            k = int(np.argmax(err - tol))
+            if err.flat[k] - tol.flat[k] > worst[0] - worst[1]:
+                worst = (float(err.flat[k]), float(tol.flat[k]))
+    return worst
+
+
+def check_grads(f, *args, order=2, modes=("fwd", "rev"), eps=None, rtol=None, atol=None,
+                seed=0):
+    """Raise ``AssertionError`` naming the worst leaf path if rune's derivatives of ``f``
+    disagree with central finite differences (and JVP with VJP), up to ``order``.
+
+    >>> import numpy as np, rune
+    >>> rune.check_grads(lambda x: np.sin(x) * x, np.array([0.3, 1.2]))
+    """
+    leaves, in_tree = tree_util.flatten(args)
+    prec = _precision(leaves)
+    d_eps, d_rtol, d_atol = _DEFAULTS[prec]
+    eps = d_eps if eps is None else eps
+    rtol = d_rtol if rtol is None else rtol
+    atol = d_atol if atol is None else atol
+    if isinstance(modes, str):
+        modes = (modes,)
+    rng = np.random.default_rng(seed)
+    paths = _leaf_paths(f, args)
+    diff = [j for j, x in enumerate(leaves) if _is_diff(x)]
+    out = f(*args)
+    u = tree_util.map(lambda o: _random_like(o, rng) if _is_diff(o) else np.zeros_like(o), out)
+    _, pullback = vjp(f, *args)
+    cts = tree_util.leaves(pullback(u))
+    for j in diff:
+        v = _random_like(leaves[j], rng)
+        plus = f(*_perturb(args, in_tree, leaves, j, v, eps))
+        minus = f(*_perturb(args, in_tree, leaves, j, v, -eps))
+        fd = tree_util.map(lambda p, m: (np.asarray(p, np.complex128) - np.asarray(m, np.complex128))
+                           / (2 * eps), plus, minus)
+        tangents = tree_util.unflatten(in_tree, [
+            v if k == j else (tree_util.map(np.zeros_like, x) if _is_diff(x) else x)
+            for k, x in enumerate(leaves)])
+        t_out = None
+        if "fwd" in modes:
+            _, t_out = jvp(f, args, tangents)
+            err, tol = _compare_elems(t_out, fd, rtol, atol)
+            if err > tol:
+                _fail("the forward-mode (jvp) derivative disagrees with finite differences",
+                      paths[j], err, tol, order)
+        if "rev" in modes:
+            lhs = _pair(cts[j], v)
+            rhs = _pair(u, fd)
+            scale = sum(float(np.sum(np.abs(np.asarray(o, np.complex128))))
+                        for o in tree_util.leaves(fd)) + 1.0
+            tol = atol * scale + rtol * abs(rhs) + rtol * scale * 1e-2
+            if abs(lhs - rhs) > tol:
+                _fail("the reverse-mode (vjp) derivative disagrees with finite differences",
+                      paths[j], abs(lhs - rhs), tol, order)
+            if t_out is not None:
+                rhs2 = _pair(u, t_out)
+                tol2 = 1e-9 * (abs(rhs2) + scale) if prec == "float64" else tol
+                if abs(lhs - rhs2) > max(tol2, 1e-12):
+                    _fail("vjp and jvp disagree (<vjp(u), v> != <u, jvp(v)>)",
+                          paths[j], abs(lhs - rhs2), tol2, order)
+    if order > 1:
+        v_all = tree_util.unflatten(in_tree, [
+            _random_like(x, rng) if _is_diff(x) else x for x in leaves])
+        if "fwd" in modes:
+            def f_jvp(*a):
+                return jvp(f, a, v_all)[1]
+            _check_nested(f_jvp, args, order - 1, modes, eps, rtol, atol, seed + 1, paths)
+        if "rev" in modes:
+            def f_vjp(*a):
+                return vjp(f, *a)[1](u)
+            _check_nested(f_vjp, args, order - 1, modes, eps, rtol, atol, seed + 2, paths)
+
+
+def _check_nested(g, args, order, modes, eps, rtol, atol, seed, paths):
+    try:
+        check_grads(g, *args, order=order, modes=modes, eps=eps, rtol=rtol * 10,
+                    atol=atol * 10, seed=seed)
+    except AssertionError as e:
+        msg = str(e)
+        names = _leaf_paths(g, args)
+        for generic, real in zip(names, paths):
+            msg = msg.replace(f" at {generic} ", f" at {real} ")
+        raise AssertionError(msg.replace("check_grads:", "check_grads (nested):", 1)) from None
