@@ -20,7 +20,7 @@ import numpy as np
 
 from . import tree as tree_util
 from .core import (check_assign, Trace, Tracer, new_trace, bind, warn_once,
-                   BatchedControlFlowError)
+                   BatchedControlFlowError, tracer_class_pair)
 
 __all__ = ["vmap", "moveaxis_to", "bdim_to_front", "not_mapped", "NeedsPerExample"]
 
@@ -43,10 +43,18 @@ class NeedsPerExample(Exception):
 class BatchTracer(Tracer):
     __slots__ = ("_val", "_bdim")
 
-    def __init__(self, val, bdim, trace):
+    def __new__(cls, val, bdim, trace):
+        try:
+            nd = val.ndim
+        except AttributeError:
+            nd = np.ndim(val)
+        if bdim is not None:
+            nd -= 1
+        self = object.__new__(_BatchArrayTracer if nd else BatchTracer)
         self._val = val
         self._bdim = bdim
         self._trace = trace
+        return self
 
     @property
     def shape(self):
@@ -80,6 +88,9 @@ class BatchTracer(Tracer):
         else:
             check_assign(self, other)
             self._val, self._bdim = other, None
+
+
+_BatchArrayTracer = tracer_class_pair(BatchTracer)
 
 
 def moveaxis_to(x, src, dst, size):
@@ -119,7 +130,7 @@ class BatchTrace(Trace):
         bdims = []
         mapped = False
         for a in args:
-            if type(a) is BatchTracer and a._trace is self:
+            if isinstance(a, BatchTracer) and a._trace is self:
                 vals.append(a._val)
                 bdims.append(a._bdim)
                 if a._bdim is not None:

@@ -213,17 +213,6 @@ class Tracer:
             n *= d
         return n
 
-    def __len__(self):
-        shape = self.shape
-        if not shape:
-            raise TypeError("len() of unsized object (a 0-d traced array)")
-        return shape[0]
-
-    def __iter__(self):
-        if not self.shape:
-            raise TypeError("iteration over a 0-d traced array")
-        return (self[i] for i in range(self.shape[0]))
-
     # Conversions.  bool()/item() give the concrete value (control flow,
     # logging); float()/int()/complex() would silently drop the derivative.
     def __bool__(self):
@@ -273,6 +262,31 @@ class Tracer:
         return f"{type(self).__name__}(shape={self.shape}, dtype={self.dtype})"
 
     __str__ = __repr__
+
+
+class ArrayMixin:
+    """Sequence behaviour (``len``, iteration, indexing) of traced values of rank >= 1.
+
+    0-d traced values lack it on purpose: NumPy treats any object with
+    ``__getitem__`` as a sequence, and would hide rune's
+    :class:`TracerConversionError` behind "setting an array element with a
+    sequence" when a traced scalar is written into a plain array.
+    ``__getitem__``/``__setitem__`` are installed by :mod:`rune.numpy_api`.
+    """
+
+    __slots__ = ()
+
+    def __len__(self):
+        return self.shape[0]
+
+    def __iter__(self):
+        return (self[i] for i in range(self.shape[0]))
+
+
+def tracer_class_pair(cls):
+    """The subclass of ``cls`` for values of rank >= 1 (with :class:`ArrayMixin`)."""
+    return type(cls.__name__, (ArrayMixin, cls), {"__slots__": (), "__module__": cls.__module__,
+                                                  "__qualname__": cls.__qualname__})
 
 
 def check_assign(target, value):

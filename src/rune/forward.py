@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import tree as tree_util
-from .core import check_assign, Trace, Tracer, new_trace, bind
+from .core import check_assign, Trace, Tracer, new_trace, bind, tracer_class_pair
 from .reverse import cast_like, _is_float_leaf, _as_array, _stop_leaf, _zero_like
 
 __all__ = ["jvp"]
@@ -20,10 +20,16 @@ __all__ = ["jvp"]
 class ForwardTracer(Tracer):
     __slots__ = ("_val", "_tan")
 
-    def __init__(self, val, tan, trace):
+    def __new__(cls, val, tan, trace):
+        try:
+            nd = val.ndim
+        except AttributeError:
+            nd = np.ndim(val)
+        self = object.__new__(_ForwardArrayTracer if nd else ForwardTracer)
         self._val = val
         self._tan = tan
         self._trace = trace
+        return self
 
     @property
     def shape(self):
@@ -47,6 +53,9 @@ class ForwardTracer(Tracer):
             self._val, self._tan = other, None
 
 
+_ForwardArrayTracer = tracer_class_pair(ForwardTracer)
+
+
 def _fit_tangent(t, out):
     if t.shape != out.shape:
         t = np.broadcast_to(t, out.shape)
@@ -66,7 +75,7 @@ class ForwardTrace(Trace):
         primals = []
         tangents = []
         for a in args:
-            if type(a) is ForwardTracer and a._trace is self:
+            if isinstance(a, ForwardTracer) and a._trace is self:
                 primals.append(a._val)
                 tangents.append(a._tan)
             else:

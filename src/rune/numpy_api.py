@@ -364,8 +364,8 @@ def install():
     T.real = property(lambda self: np.real(self))
     T.imag = property(lambda self: np.imag(self))
     T.flat = property(lambda self: np.ravel(self))
-    T.__getitem__ = FUNCTIONS["getitem"]
-    T.__setitem__ = _setitem
+    core.ArrayMixin.__getitem__ = FUNCTIONS["getitem"]
+    core.ArrayMixin.__setitem__ = _setitem
 
 
 def _tracer_copy(self):

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import tree as tree_util
-from .core import check_assign, Trace, Tracer, new_trace, bind
+from .core import check_assign, Trace, Tracer, new_trace, bind, tracer_class_pair
 
 __all__ = ["vjp", "grad", "value_and_grad", "stop_gradient"]
 
@@ -35,11 +35,17 @@ class Node:
 class ReverseTracer(Tracer):
     __slots__ = ("_val", "_node", "_pos")
 
-    def __init__(self, val, trace, node, pos=None):
+    def __new__(cls, val, trace, node, pos=None):
+        try:
+            nd = val.ndim
+        except AttributeError:
+            nd = np.ndim(val)
+        self = object.__new__(_ReverseArrayTracer if nd else ReverseTracer)
         self._val = val
         self._trace = trace
         self._node = node
         self._pos = pos
+        return self
 
     @property
     def shape(self):
@@ -64,6 +70,9 @@ class ReverseTracer(Tracer):
             self._val, self._node, self._pos = other, None, None
 
 
+_ReverseArrayTracer = tracer_class_pair(ReverseTracer)
+
+
 class ReverseTrace(Trace):
     __slots__ = ("tape",)
     kind = "grad"
@@ -85,7 +94,7 @@ class ReverseTrace(Trace):
         parents = []
         i = 0
         for a in args:
-            if type(a) is ReverseTracer and a._trace is self:
+            if isinstance(a, ReverseTracer) and a._trace is self:
                 vals.append(a._val)
                 if a._node is not None:
                     parents.append((i, a._node, a._pos))
