@@ -170,7 +170,10 @@ def backward(tape, seeds):
         args = node.args
         params = node.params
         for i, pnode, pos in node.parents:
-            c = rules[i](ct, out, *args, **params)
+            rule = rules[i]
+            if rule is None:
+                continue
+            c = rule(ct, out, *args, **params)
             if c is None:
                 continue
             if pos is None:
