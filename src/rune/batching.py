@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import tree as tree_util
+from .reverse import unalias, _stop_leaf
 from .core import (check_assign, Trace, Tracer, new_trace, bind, warn_once,
                    BatchedControlFlowError, tracer_class_pair)
 
@@ -79,7 +80,6 @@ class BatchTracer(Tracer):
         raise _BatchedBranch(self._trace, f"{kind.__name__}()")
 
     def _stop_gradient(self):
-        from .reverse import _stop_leaf
         return BatchTracer(_stop_leaf(self._val), self._bdim, self._trace)
 
     def _assign(self, other):
@@ -262,7 +262,8 @@ def vmap(f, in_axes=0, out_axes=0, axis_size=None, strict=False):
                           for x, ax in zip(leaves, norm_axes)]
                 result = f(*tree_util.unflatten(in_tree, inputs))
                 out_leaves, out_tree = tree_util.flatten(result)
-                return _place_outputs(out_leaves, out_tree, trace, size)
+                placed = _place_outputs(out_leaves, out_tree, trace, size)
+            return tree_util.unflatten(out_tree, unalias(placed, leaves))
         except _BatchedBranch as e:
             if e.trace is not trace:
                 raise
@@ -311,7 +312,7 @@ def vmap(f, in_axes=0, out_axes=0, axis_size=None, strict=False):
             if bdim is None and isinstance(moved, np.ndarray):
                 moved = np.array(moved)     # a real array, not a read-only broadcast view
             outs.append(moved)
-        return tree_util.unflatten(out_tree, outs)
+        return outs
 
     def _per_example(f, leaves, in_tree, norm_axes, size):
         results = []
@@ -337,7 +338,7 @@ def vmap(f, in_axes=0, out_axes=0, axis_size=None, strict=False):
                 outs.append(col[0])
             else:
                 outs.append(np.stack(col, axis=oa))
-        return tree_util.unflatten(out_tree, outs)
+        return tree_util.unflatten(out_tree, unalias(outs, leaves))
 
     vmapped.__name__ = f"vmap({fn_name})"
     vmapped.__qualname__ = vmapped.__name__

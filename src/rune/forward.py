@@ -12,7 +12,7 @@ import numpy as np
 
 from . import tree as tree_util
 from .core import check_assign, Trace, Tracer, new_trace, bind, tracer_class_pair
-from .reverse import cast_like, _is_float_leaf, _as_array, _stop_leaf, _zero_like
+from .reverse import cast_like, _is_float_leaf, _as_array, _stop_leaf, _zero_like, unalias
 
 __all__ = ["jvp"]
 
@@ -171,8 +171,7 @@ def jvp(f, primals, tangents, has_aux=False):
             aux = tree_util.map(lambda a: _unwrap(a, trace)[0], aux)
         out_leaves, out_tree = tree_util.flatten(result)
         pairs = [_unwrap(o, trace) for o in out_leaves]
-    ids = {id(x) for x in leaves if isinstance(x, np.ndarray)}
-    outs = [o.copy() if id(o) in ids else o for o, _ in pairs]
+    outs = unalias([o for o, _ in pairs], leaves)
     touts = []
     for o, t in pairs:
         if t is None:
@@ -181,7 +180,7 @@ def jvp(f, primals, tangents, has_aux=False):
             t = float(t)
         touts.append(t)
     out = tree_util.unflatten(out_tree, outs)
-    t_out = tree_util.unflatten(out_tree, touts)
+    t_out = tree_util.unflatten(out_tree, unalias(touts, t_leaves + leaves))
     if has_aux:
         return out, t_out, aux
     return out, t_out

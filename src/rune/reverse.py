@@ -294,8 +294,7 @@ def vjp(f, *primals, has_aux=False):
                 out_nodes.append((None, None))
                 out_vals.append(o)
     tape = trace.tape
-    ids = {id(x) for x in leaves if isinstance(x, np.ndarray)}
-    out_vals = [o.copy() if id(o) in ids else o for o in out_vals]
+    out_vals = unalias(out_vals, leaves)
     out = tree_util.unflatten(out_tree, out_vals)
 
     def pullback(ct):
@@ -320,21 +319,32 @@ def vjp(f, *primals, has_aux=False):
                 slot = seeds.setdefault(node, [None] * len(node.out))
                 slot[pos] = c if slot[pos] is None else slot[pos] + c
         cts = backward(tape, seeds) if seeds else {}
-        ct_ids = {id(c) for c in ct_leaves}
         grads = []
         for x, node in zip(leaves, in_nodes):
             g = cts.get(node) if node is not None else None
             if g is None:
                 grads.append(_zero_like(x))
             else:
-                if id(g) in ct_ids:
-                    g = g.copy()
                 grads.append(_to_user(g, x))
-        return tree_util.unflatten(in_tree, grads)
+        return tree_util.unflatten(in_tree, unalias(grads, ct_leaves))
 
     if has_aux:
         return out, pullback, aux
     return out, pullback
+
+
+def unalias(outs, inputs):
+    """Copy any output array that may share memory with an input array (SPEC 4)."""
+    arrays = [x for x in inputs if isinstance(x, np.ndarray) and x.size]
+    if not arrays:
+        return outs
+    res = []
+    for o in outs:
+        if isinstance(o, np.ndarray) and o.size and any(np.may_share_memory(o, x)
+                                                        for x in arrays):
+            o = o.copy()
+        res.append(o)
+    return res
 
 
 def _check_scalar_output(out):
