@@ -20,6 +20,7 @@ Rule modules register entries with :func:`register_ufunc` and
 from __future__ import annotations
 
 import copy as _copy
+import sys
 
 import numpy as np
 
@@ -273,14 +274,40 @@ _PATCH = {"asarray": (_np_asarray, _asarray),
           "asfortranarray": (_np_asfortranarray, _asfortranarray)}
 
 
+_sites = []          # (module dict, name, original, patched)
+_sites_seen = [0]    # len(sys.modules) when _sites was computed
+
+
+def _coercion_sites():
+    """Every place in NumPy's own modules (and ``numpy`` itself) that holds one of the
+    coercion functions, so NumPy's pure-Python implementations see traced values too."""
+    if _sites_seen[0] != len(sys.modules):
+        by_id = {id(orig): patched for orig, patched in _PATCH.values()}
+        found = []
+        for name, mod in list(sys.modules.items()):
+            if mod is None or not (name == "numpy" or name.startswith("numpy.")) \
+                    or name == "numpy._core._multiarray_umath":
+                continue
+            d = getattr(mod, "__dict__", None)
+            if not d:
+                continue
+            for attr in _PATCH:
+                v = d.get(attr)
+                if v is not None and id(v) in by_id:
+                    found.append((d, attr, v, by_id[id(v)]))
+        _sites[:] = found
+        _sites_seen[0] = len(sys.modules)
+    return _sites
+
+
 def _install_coercion():
-    for name, (_, patched) in _PATCH.items():
-        setattr(np, name, patched)
+    for d, attr, _, patched in _coercion_sites():
+        d[attr] = patched
 
 
 def _uninstall_coercion():
-    for name, (orig, _) in _PATCH.items():
-        setattr(np, name, orig)
+    for d, attr, orig, _ in _sites:
+        d[attr] = orig
 
 
 # --------------------------------------------------------------------------
