@@ -83,6 +83,10 @@ def _as_operand(x):
 
 def array_ufunc(self, ufunc, method, *inputs, **kwargs):
     name = f"np.{ufunc.__name__}"
+    if ufunc not in UFUNCS:
+        raise NotImplementedError(
+            f"{name} has no rule in rune, so it cannot be used under "
+            f"{transformation_name(inputs)}")
     if kwargs.get("out") is not None:
         raise NotImplementedError(
             f"{name}(..., out=...) writes into an existing array, which rune does not "
@@ -166,11 +170,11 @@ def array_function(self, func, types, args, kwargs):
                                   f"{transformation_name((args, kwargs))}")
     try:
         return impl(*args, **kwargs)
-    except TracerConversionError as e:
+    except (TracerConversionError, NotImplementedError) as e:
         raise NotImplementedError(
-            f"{name} has no rule in rune, and NumPy's implementation of it reaches C code "
+            f"{name} has no rule in rune, and NumPy's implementation of it reaches code "
             f"that cannot see traced values, so it cannot be used under "
-            f"{transformation_name((args, kwargs))}") from e
+            f"{transformation_name((args, kwargs))} (inner cause: {e})") from e
 
 
 def _func_name(func):
