@@ -139,7 +139,7 @@ class BatchTrace(Trace):
                 vals.append(a)
                 bdims.append(None)
         if not mapped:
-            out = bind(prim, *vals, **params)
+            out = prim.impl(*vals, **params) if self.bottom else bind(prim, *vals, **params)
             if prim.multiple_results:
                 return tuple(BatchTracer(o, None, self) for o in out)
             return BatchTracer(out, None, self)

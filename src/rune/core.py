@@ -129,12 +129,14 @@ _active_count = 0   # all threads; the NumPy coercion patch is installed while >
 class Trace:
     """One active transformation.  Subclasses implement ``process`` and ``lift``."""
 
-    __slots__ = ("level", "active")
+    __slots__ = ("level", "active", "bottom")
     kind = "transformation"
 
     def __init__(self):
         self.level = next(_levels)
         self.active = True
+        self.bottom = False   # True when no other transformation is active below this one:
+        #                       then its unwrapped values are plain arrays (a fast path)
 
     def process(self, prim, args, params):  # pragma: no cover - abstract
         raise NotImplementedError
@@ -159,7 +161,9 @@ class new_trace:
 
     def __enter__(self):
         global _active_count
-        self.token = _stack.set(_stack.get() + (self.trace,))
+        stack = _stack.get()
+        self.trace.bottom = not stack
+        self.token = _stack.set(stack + (self.trace,))
         if _active_count == 0:
             _coercion_hooks[0]()
         _active_count += 1

@@ -82,6 +82,14 @@ def _as_operand(x):
 
 
 def array_ufunc(self, ufunc, method, *inputs, **kwargs):
+    if method == "__call__" and not kwargs:      # the hot path: np.sin(x), np.add(x, y)
+        handler = UFUNCS.get(ufunc)
+        if handler is not None:
+            for x in inputs:
+                if type(x) in (list, tuple):
+                    inputs = [_as_operand(x) for x in inputs]
+                    break
+            return handler(*inputs)
     name = f"np.{ufunc.__name__}"
     if ufunc not in UFUNCS:
         raise NotImplementedError(

@@ -101,7 +101,7 @@ class ReverseTrace(Trace):
             else:
                 vals.append(a)
             i += 1
-        out = bind(prim, *vals, **params)
+        out = prim.impl(*vals, **params) if self.bottom else bind(prim, *vals, **params)
         if prim.nondiff:
             return out
         if not parents:
