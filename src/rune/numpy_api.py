@@ -98,7 +98,10 @@ def array_ufunc(self, ufunc, method, *inputs, **kwargs):
     if kwargs.get("out") is not None:
         raise NotImplementedError(
             f"{name}(..., out=...) writes into an existing array, which rune does not "
-            f"support on traced values; assign the result instead (y = {name}(...))")
+            f"support on traced values; assign the result instead (y = {name}(...)). "
+            f"An in-place operator on a plain NumPy array with a traced operand "
+            f"(a += x) does this too: write a = a + x, or make a traced buffer with "
+            f"np.zeros_like(x)")
     kwargs.pop("out", None)
     if method == "__call__":
         handler = UFUNCS.get(ufunc)
