@@ -14,13 +14,15 @@ index arrays first (``mask.nonzero()``).
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from ..batching import NeedsPerExample
-from ..core import Primitive, Tracer
+from ..core import Primitive, Tracer, TracerConversionError
 from ..numpy_api import FUNCTIONS, implements
 from .elementwise import shape, ndim
-from .shape import to_front, broadcast_batch, batch_size
+from .shape import to_front, broadcast_batch, batch_size, normalize_axis
 
 # --------------------------------------------------------------------------
 # Index templates
@@ -133,6 +135,36 @@ index_set_p = Primitive(
 # Batching
 # --------------------------------------------------------------------------
 
+def index_info(xshape, template, arr_shapes):
+    """``(region, pos, adv_nd)``: the shape of ``x[index]`` for an ``x`` of shape ``xshape``;
+    where the block of advanced-index dimensions sits in it (``pos``, 0 when the advanced
+    indices are not adjacent, as NumPy puts them first); and that block's rank."""
+    consumed = sum(1 for t in template if t is not None and t is not Ellipsis)
+    if Ellipsis in template:
+        k = template.index(Ellipsis)
+        full = template[:k] + (slice(None),) * (len(xshape) - consumed) + template[k + 1:]
+    else:
+        full = template + (slice(None),) * (len(xshape) - consumed)
+    advanced = _has_advanced(template)
+    adv_shape = np.broadcast_shapes(*arr_shapes) if advanced else ()
+    region, pos, d = [], None, 0
+    for t in full:
+        if t is None:
+            region.append(1)
+            continue
+        if t is _ARRAY or isinstance(t, int):
+            if advanced and pos is None:
+                pos = len(region)
+        else:
+            region.append(len(range(*t.indices(xshape[d]))))
+        d += 1
+    if not advanced:
+        return tuple(region), None, 0
+    if not _advanced_adjacent(template):
+        pos = 0
+    return tuple(region[:pos]) + adv_shape + tuple(region[pos:]), pos, len(adv_shape)
+
+
 def _out_bdim(template, arrays):
     """Where the batch axis lands when ``(slice(None),) + template`` indexes a batch-first x."""
     if _has_advanced(template) and not _advanced_adjacent(template):
@@ -144,6 +176,22 @@ def _arrays_batched(bdims):
     return any(b is not None for b in bdims)
 
 
+def _batched_arrays(arrays, barrays, size):
+    """Index arrays for a batch-first ``x`` indexed by ``(arange(size), *template)``.
+
+    A batched array gets its batch axis first and 1s after it so that it broadcasts
+    against the others; the arange is shaped to lead the broadcast."""
+    nd = max([ndim(a) - (b is not None) for a, b in zip(arrays, barrays)] + [0])
+    arrs = []
+    for a, b in zip(arrays, barrays):
+        if b is not None:
+            a = to_front(a, b)
+            s = tuple(shape(a))
+            a = np.reshape(a, s[:1] + (1,) * (nd + 1 - len(s)) + s[1:])
+        arrs.append(a)
+    return np.arange(size).reshape((size,) + (1,) * nd), arrs, nd
+
+
 def _gather_batch(args, bdims, template):
     x, arrays = args[0], args[1:]
     bx, barrays = bdims[0], bdims[1:]
@@ -152,16 +200,30 @@ def _gather_batch(args, bdims, template):
         return gather_p(x, *arrays, template=(slice(None),) + template), \
             _out_bdim(template, arrays)
     size = batch_size(args, bdims)
-    if any(not (t is _ARRAY or isinstance(t, int)) for t in template):
-        return NotImplemented
-    # Every index is advanced: prepend an arange over the batch.
-    x = broadcast_batch(x, bx, size)
-    arrs = [broadcast_batch(a, b, size) for a, b in zip(arrays, barrays)]
-    nd = max([ndim(a) for a in arrs] + [1])
-    ar = np.arange(size).reshape((size,) + (1,) * (nd - 1))
-    arrs = [a if ndim(a) == nd else np.reshape(a, shape(a)[:1] + (1,) * (nd - ndim(a))
-                                               + tuple(shape(a)[1:])) for a in arrs]
-    return gather_p(x, ar, *arrs, template=(_ARRAY,) + template), 0
+    xshape = tuple(shape(x)) if bx is None else tuple(shape(x)[:bx] + shape(x)[bx + 1:])
+    ex_shapes = [tuple(shape(a)) if b is None else tuple(shape(a)[:b] + shape(a)[b + 1:])
+                 for a, b in zip(arrays, barrays)]
+    _, pos, adv_nd = index_info(xshape, template, ex_shapes)
+    ar, arrs, _ = _batched_arrays(arrays, barrays, size)
+    if bx is None:
+        # One gather: the batch axis leads the broadcast block of the index arrays.
+        return gather_p(x, *arrs, template=template), pos
+    # x[arange, *index]: the advanced block (batch first) leads the result.
+    out = gather_p(to_front(x, bx), ar, *arrs, template=(_ARRAY,) + template)
+    if pos:
+        n = ndim(out)
+        perm = (0,) + tuple(range(1 + adv_nd, 1 + adv_nd + pos)) + \
+            tuple(range(1, 1 + adv_nd)) + tuple(range(1 + adv_nd + pos, n))
+        out = np.transpose(out, perm)
+    return out, 0
+
+
+def _pad_to(v, nd, lead=0):
+    """``v`` with 1s inserted after its first ``lead`` axes to make it rank ``nd``."""
+    s = tuple(shape(v))
+    if len(s) >= nd:
+        return v
+    return np.reshape(v, s[:lead] + (1,) * (nd - len(s)) + s[lead:])
 
 
 def _update_batch(prim):
@@ -169,20 +231,29 @@ def _update_batch(prim):
         x, v, arrays = args[0], args[1], args[2:]
         bx, bv, barrays = bdims[0], bdims[1], bdims[2:]
         size = batch_size(args, bdims)
-        if _arrays_batched(barrays) or (_has_advanced(template)
-                                        and not _advanced_adjacent(template)):
-            return NotImplemented
         x = broadcast_batch(x, bx, size)
+        xshape = tuple(shape(x)[1:])
+        ex_shapes = [tuple(shape(a)) if b is None else tuple(shape(a)[:b] + shape(a)[b + 1:])
+                     for a, b in zip(arrays, barrays)]
+        region, pos, adv_nd = index_info(xshape, template, ex_shapes)
+        if not _arrays_batched(barrays) and (pos is None or _advanced_adjacent(template)):
+            # x[:, *index]: the region is the batch followed by the per-example region.
+            if bv is not None:
+                v = _pad_to(to_front(v, bv), len(region) + 1, lead=1)
+            return prim(x, v, *arrays, template=(slice(None),) + template), 0
+        # x[arange, *index]: the region is (batch, advanced block, other dims).
+        ar, arrs, _ = _batched_arrays(arrays, barrays, size)
         if bv is not None:
-            # v must broadcast against x[(slice(None),) + idx]: put its batch axis first
-            # and pad it to the rank of the indexed region.
-            v = to_front(v, bv)
-            region_nd = ndim(gather_p(x, *arrays, template=(slice(None),) + template)) - 1
-            vnd = ndim(v) - 1
-            if vnd < region_nd:
-                s = shape(v)
-                v = np.reshape(v, s[:1] + (1,) * (region_nd - vnd) + tuple(s[1:]))
-        return prim(x, v, *arrays, template=(slice(None),) + template), 0
+            v = _pad_to(to_front(v, bv), len(region) + 1, lead=1)
+            lead = 1
+        else:
+            v = _pad_to(v, len(region))
+            lead = 0
+        if pos:
+            perm = tuple(range(lead)) + tuple(range(lead + pos, lead + pos + adv_nd)) + \
+                tuple(range(lead, lead + pos)) + tuple(range(lead + pos + adv_nd, ndim(v)))
+            v = np.transpose(v, perm)
+        return prim(x, v, ar, *arrs, template=(_ARRAY,) + template), 0
     return batch
 
 
@@ -219,35 +290,352 @@ def take(a, indices, axis=None, out=None, mode="raise"):
     if axis is None:
         a = np.ravel(a)
         axis = 0
-    axis = axis % ndim(a)
+    axis = normalize_axis(axis, ndim(a))
     if not isinstance(indices, Tracer):
         indices = np.asarray(indices)
+    n = shape(a)[axis]
+    if mode == "wrap":
+        indices = np.remainder(indices, n)
+    elif mode == "clip":
+        indices = np.clip(indices, 0, n - 1)
+    elif mode != "raise":
+        raise ValueError(f"clipmode must be one of 'clip', 'raise', or 'wrap' (got {mode!r})")
     return getitem(a, (slice(None),) * axis + (indices,))
 
 
-@implements(np.take_along_axis)
-def take_along_axis(arr, indices, axis=-1):
-    if axis is None:
-        arr = np.ravel(arr)
-        axis = 0
-    nd = ndim(arr)
-    axis = axis % nd
-    s = shape(indices)
+def _along_axis_index(arr_shape, indices, axis):
+    """NumPy's index tuple for ``take_along_axis``: aranges broadcast against ``indices``."""
+    nd = len(arr_shape)
+    if ndim(indices) != nd:
+        raise ValueError("`indices` and `arr` must have the same number of dimensions")
     idx = []
     for k in range(nd):
         if k == axis:
             idx.append(indices)
         else:
             r = [1] * nd
-            r[k] = s[k]
-            idx.append(np.arange(s[k]).reshape(r))
-    return getitem(arr, tuple(idx))
+            r[k] = arr_shape[k]
+            idx.append(np.arange(arr_shape[k]).reshape(r))
+    return tuple(idx)
+
+
+def _int_index(indices):
+    if not isinstance(indices, Tracer):
+        indices = np.asarray(indices)
+    if indices.dtype.kind not in "iu":
+        raise IndexError("`indices` must be an integer array")
+    return indices
+
+
+@implements(np.take_along_axis)
+def take_along_axis(arr, indices, axis=-1):
+    indices = _int_index(indices)
+    if axis is None:
+        if ndim(indices) != 1:
+            raise ValueError("when axis=None, `indices` must have a single dimension.")
+        arr = np.ravel(arr)
+        axis = 0
+    nd = ndim(arr)
+    axis = normalize_axis(axis, nd)
+    return getitem(arr, _along_axis_index(tuple(shape(arr)), indices, axis))
+
+
+def _refuse_plain_write(name, target):
+    raise TracerConversionError(
+        f"{name} would write a traced value into a plain NumPy array, which would silently "
+        f"drop its derivative (shape {tuple(np.shape(target))}); write into a buffer made "
+        f"from a traced value instead (np.zeros_like(x), x.copy()), or build the result "
+        f"with np.where / np.stack / np.concatenate")
+
+
+def _write(name, target, new):
+    """In-place write of ``new`` into ``target`` (a functional update of a traced array)."""
+    if not isinstance(target, Tracer):
+        _refuse_plain_write(name, target)
+    target._assign(new)
 
 
 @implements(np.put_along_axis)
 def put_along_axis(arr, indices, values, axis):
-    raise NotImplementedError("np.put_along_axis writes in place; on a traced array use "
-                              "x[idx] = v")
+    indices = _int_index(indices)
+    if axis is None:
+        if ndim(indices) != 1:
+            raise ValueError("when axis=None, `indices` must have a single dimension.")
+        if not isinstance(arr, Tracer):
+            _refuse_plain_write("np.put_along_axis", arr)
+        flat = setitem(np.ravel(arr), indices, values)
+        return _write("np.put_along_axis", arr, np.reshape(flat, arr.shape))
+    nd = ndim(arr)
+    axis = normalize_axis(axis, nd)
+    if not isinstance(arr, Tracer):
+        _refuse_plain_write("np.put_along_axis", arr)
+    _write("np.put_along_axis", arr,
+           setitem(arr, _along_axis_index(tuple(shape(arr)), indices, axis), values))
+
+
+def _cyclic(values, n, dtype):
+    """``values`` flattened and repeated (or cut) to length ``n``, as ``np.put`` does."""
+    v = np.ravel(values if isinstance(values, Tracer) else np.asarray(values, dtype))
+    m = shape(v)[0]
+    if m == n:
+        return v
+    if m == 0:
+        raise ValueError("cannot write an empty sequence of values")
+    if m == 1:
+        return np.broadcast_to(v, (n,))
+    return np.take(v, np.arange(n) % m)
+
+
+@implements(np.put)
+def put(a, ind, v, mode="raise"):
+    if not isinstance(a, Tracer):
+        _refuse_plain_write("np.put", a)
+    flat = np.ravel(a)
+    ind = np.ravel(_int_index(ind))
+    n = a.size
+    if mode == "wrap":
+        ind = np.remainder(ind, n)
+    elif mode == "clip":
+        ind = np.clip(ind, 0, n - 1)
+    vals = _cyclic(v, shape(ind)[0], a.dtype)
+    _write("np.put", a, np.reshape(setitem(flat, ind, vals), a.shape))
+
+
+@implements(np.fill_diagonal)
+def fill_diagonal(a, val, wrap=False):
+    if not isinstance(a, Tracer):
+        _refuse_plain_write("np.fill_diagonal", a)
+    s = a.shape
+    if len(s) < 2:
+        raise ValueError("array must be at least 2-d")
+    if len(s) == 2:
+        step = s[1] + 1
+        end = None if wrap else s[1] * s[1]
+    else:
+        if len(set(s)) != 1:
+            raise ValueError("All dimensions of input must be of equal length")
+        step = 1 + int(np.sum(np.cumprod(s[:-1])))
+        end = None
+    pos = np.arange(a.size)[:end:step]
+    vals = _cyclic(val, len(pos), a.dtype)
+    _write("np.fill_diagonal", a, np.reshape(setitem(np.ravel(a), pos, vals), s))
+
+
+@implements(np.copyto)
+def copyto(dst, src, casting="same_kind", where=True):
+    if not isinstance(dst, Tracer):
+        _refuse_plain_write("np.copyto", dst)
+    src = src if isinstance(src, Tracer) else np.asarray(src)
+    new = np.where(where, src, dst) if where is not True else np.broadcast_to(src, dst.shape)
+    _write("np.copyto", dst, np.array(new, dtype=dst.dtype))
+
+
+@implements(np.putmask)
+def putmask(a, mask, values):
+    if not isinstance(a, Tracer):
+        _refuse_plain_write("np.putmask", a)
+    n = a.size
+    vals = np.reshape(_cyclic(values, n, a.dtype), a.shape)
+    _write("np.putmask", a, np.where(mask, vals, a).astype(a.dtype))
+
+
+@implements(np.place)
+def place(arr, mask, vals):
+    if not isinstance(arr, Tracer):
+        _refuse_plain_write("np.place", arr)
+    pos = np.flatnonzero(mask)
+    k = shape(pos)[0]
+    if k == 0:
+        return
+    v = _cyclic(vals, k, arr.dtype)
+    _write("np.place", arr, np.reshape(setitem(np.ravel(arr), pos, v), arr.shape))
+
+
+@implements(np.compress)
+def compress(condition, a, axis=None, out=None):
+    if out is not None:
+        raise NotImplementedError("np.compress(..., out=...) is not supported on traced values")
+    cond = condition if isinstance(condition, Tracer) else np.asarray(condition)
+    if ndim(cond) != 1:
+        raise ValueError("condition must be a 1-d array")
+    if axis is None:
+        a = np.ravel(a)
+        axis = 0
+    idx = np.nonzero(cond)[0]
+    return take(a, idx, axis=axis)
+
+
+# --------------------------------------------------------------------------
+# diag, diagonal, trace
+# --------------------------------------------------------------------------
+
+def _diag_index(n1, n2, offset):
+    if offset >= 0:
+        m = max(0, min(n1, n2 - offset))
+        return np.arange(m), np.arange(m) + offset
+    m = max(0, min(n1 + offset, n2))
+    return np.arange(m) - offset, np.arange(m)
+
+
+@implements(np.diagonal)
+def diagonal(a, offset=0, axis1=0, axis2=1):
+    nd = ndim(a)
+    if nd < 2:
+        raise ValueError("diag requires an array of at least two dimensions")
+    a1, a2 = normalize_axis(axis1, nd, "axis1"), normalize_axis(axis2, nd, "axis2")
+    if a1 == a2:
+        raise ValueError("axis1 and axis2 cannot be the same")
+    a = np.moveaxis(a, (a1, a2), (-2, -1))
+    s = shape(a)
+    i, j = _diag_index(s[-2], s[-1], operator.index(offset))
+    return getitem(a, (Ellipsis, i, j))
+
+
+@implements(np.trace)
+def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+    if out is not None:
+        raise NotImplementedError("np.trace(..., out=...) is not supported on traced values")
+    return np.sum(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)
+
+
+@implements(np.diag)
+def diag(v, k=0):
+    nd = ndim(v)
+    if nd == 2:
+        return diagonal(v, k)
+    if nd != 1:
+        raise ValueError("Input must be 1- or 2-d.")
+    n = shape(v)[0]
+    m = n + abs(operator.index(k))
+    i, j = _diag_index(m, m, k)
+    return index_set_p(np.zeros((m, m), v.dtype), v, i, j, template=(_ARRAY, _ARRAY))
+
+
+@implements(np.diagflat)
+def diagflat(v, k=0):
+    return diag(np.ravel(v), k)
+
+
+# --------------------------------------------------------------------------
+# sort (a gather through argsort's permutation), argsort, searchsorted
+# --------------------------------------------------------------------------
+
+def _argsort_batch(args, bdims, axis, kind):
+    return argsort_p(to_front(args[0], bdims[0]), axis=axis + 1, kind=kind), 0
+
+
+argsort_p = Primitive("argsort", lambda x, axis, kind: np.argsort(x, axis=axis, kind=kind),
+                      nondiff=True, batch=_argsort_batch)
+
+
+def _sort_kind(kind, stable):
+    if stable:
+        return "stable"
+    return kind
+
+
+@implements(np.argsort)
+def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
+    if order is not None:
+        raise NotImplementedError("np.argsort(order=...) is not supported on traced values")
+    if axis is None:
+        a = np.ravel(a)
+        axis = 0
+    return argsort_p(a, axis=normalize_axis(axis, ndim(a)), kind=_sort_kind(kind, stable))
+
+
+@implements(np.sort)
+def sort(a, axis=-1, kind=None, order=None, *, stable=None):
+    """Sorted ``a``: the gradient flows back through the sorting permutation."""
+    if order is not None:
+        raise NotImplementedError("np.sort(order=...) is not supported on traced values")
+    if axis is None:
+        a = np.ravel(a)
+        axis = 0
+    if ndim(a) == 0:
+        raise np.exceptions.AxisError("axis -1 is out of bounds for array of dimension 0")
+    axis = normalize_axis(axis, ndim(a))
+    perm = argsort_p(a, axis=axis, kind=_sort_kind(kind, stable))
+    return take_along_axis(a, perm, axis=axis)
+
+
+def _searchsorted_batch(args, bdims, side):
+    a, v = args
+    ba, bv = bdims
+    if ba is not None:
+        return NotImplemented       # a different sorted array per example: a loop
+    return searchsorted_p(a, v, side=side), bv
+
+
+searchsorted_p = Primitive("searchsorted", lambda a, v, side: np.searchsorted(a, v, side=side),
+                           nondiff=True, batch=_searchsorted_batch)
+
+
+@implements(np.searchsorted)
+def searchsorted(a, v, side="left", sorter=None):
+    if side not in ("left", "right"):
+        raise ValueError(f"side must be 'left' or 'right' (got {side!r})")
+    if ndim(a) != 1:
+        raise ValueError("object too deep for desired array")
+    if sorter is not None:
+        a = take(a, sorter)
+    return searchsorted_p(a, v, side=side)
+
+
+# --------------------------------------------------------------------------
+# select, choose: compositions of np.where and a gather
+# --------------------------------------------------------------------------
+
+@implements(np.select)
+def select(condlist, choicelist, default=0):
+    if len(condlist) != len(choicelist):
+        raise ValueError("list of cases must be same length as list of conditions")
+    if len(condlist) == 0:
+        raise ValueError("select with an empty condition list is not possible")
+    for k, c in enumerate(condlist):
+        dt = c.dtype if isinstance(c, Tracer) else np.asarray(c).dtype
+        if dt != np.bool_:
+            raise TypeError(f"invalid entry {k} in condlist: should be boolean ndarray")
+    choices = [c if isinstance(c, Tracer) else np.asarray(c) for c in choicelist]
+    dtype = np.result_type(*choices, default if isinstance(default, Tracer)
+                           else np.asarray(default))
+    result = default
+    for cond, choice in zip(reversed(condlist), reversed(choices)):
+        result = np.where(cond, choice, result)
+    s = np.broadcast_shapes(*[tuple(shape(x)) for x in list(condlist) + choices],
+                            tuple(shape(default)))
+    result = np.broadcast_to(result, s) if tuple(shape(result)) != s else result
+    return result.astype(dtype) if result.dtype != dtype else result
+
+
+@implements(np.choose)
+def choose(a, choices, out=None, mode="raise"):
+    if out is not None:
+        raise NotImplementedError("np.choose(..., out=...) is not supported on traced values")
+    a = a if isinstance(a, Tracer) else np.asarray(a)
+    if a.dtype.kind not in "iu":
+        raise TypeError("np.choose needs an integer index array")
+    if isinstance(choices, Tracer) or isinstance(choices, np.ndarray):
+        n = shape(choices)[0]
+        choices = [choices[k] for k in range(n)]
+    else:
+        choices = [c if isinstance(c, Tracer) else np.asarray(c) for c in choices]
+        n = len(choices)
+    if mode == "wrap":
+        a = np.remainder(a, n)
+    elif mode == "clip":
+        a = np.clip(a, 0, n - 1)
+    elif mode == "raise":
+        a = np.where(a < 0, n, a)       # negative indices are errors here, as in NumPy
+    else:
+        raise ValueError(f"clipmode must be one of 'clip', 'raise', or 'wrap' (got {mode!r})")
+    s = np.broadcast_shapes(tuple(shape(a)), *[tuple(shape(c)) for c in choices])
+    stacked = np.stack([np.broadcast_to(c, s) for c in choices])
+    idx = np.broadcast_to(a, s)
+    try:
+        return take_along_axis(stacked, np.reshape(idx, (1,) + s), axis=0)[0]
+    except IndexError:
+        raise ValueError("invalid entry in choice array") from None
 
 
 @implements(np.nonzero)

@@ -416,3 +416,375 @@ def _min_scalar_type(a):
 @implements(np.copy)
 def _np_copy(a, order="K", subok=False):
     return a.copy()
+
+
+# --------------------------------------------------------------------------
+# split: one primitive with several results; its VJP concatenates
+# --------------------------------------------------------------------------
+
+def _split_vjp(ct, out, x, indices, axis):
+    return concatenate_p(*ct, axis=axis) if len(ct) > 1 else ct[0]
+
+
+def _split_batch(args, bdims, indices, axis):
+    return split_p(to_front(args[0], bdims[0]), indices=indices, axis=axis + 1), 0
+
+
+split_p = Primitive(
+    "split", lambda x, indices, axis: tuple(np.split(x, indices, axis=axis)),
+    jvp=(lambda t, out, x, indices, axis: split_p(t, indices=indices, axis=axis),),
+    vjp=(_split_vjp,), batch=_split_batch, multiple_results=True)
+
+
+def _split_points(n, indices_or_sections, equal):
+    """Split points for ``np.split``/``np.array_split`` (NumPy's rules)."""
+    if isinstance(indices_or_sections, Tracer):
+        indices_or_sections = indices_or_sections.tolist()
+    try:
+        points = [operator.index(i) for i in indices_or_sections]
+    except TypeError:
+        sections = operator.index(indices_or_sections)
+        if sections <= 0:
+            raise ValueError("number sections must be larger than 0.") from None
+        if equal and n % sections:
+            raise ValueError("array split does not result in an equal division") from None
+        each, extra = divmod(n, sections)
+        sizes = [each + 1] * extra + [each] * (sections - extra)
+        points = list(np.cumsum(sizes[:-1]).tolist()) if sections > 1 else []
+    return points
+
+
+def _split(ary, points, axis):
+    nd = ndim(ary)
+    if nd == 0:
+        raise ValueError("array split does not work on 0-d arrays")  # as NumPy's message
+    axis = normalize_axis(axis, nd)
+    n = _shape_of(ary)[axis]
+    bounds = [0] + list(points) + [n]
+    norm = [len(range(n)[:p]) for p in points]     # clipped to [0, n] as slicing does
+    tiles = all(a <= b for a, b in zip([0] + norm, norm + [n]))
+    if not isinstance(ary, Tracer):
+        return list(np.split(np.asarray(ary), points, axis=axis))
+    if tiles:
+        return list(split_p(ary, indices=tuple(norm), axis=axis))
+    # Overlapping or decreasing points: each piece is a slice of its own.
+    pre = (slice(None),) * axis
+    return [ary[pre + (slice(a, b),)] for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+@implements(np.split)
+def split(ary, indices_or_sections, axis=0):
+    nd = ndim(ary)
+    n = _shape_of(ary)[normalize_axis(axis, nd)] if nd else 0
+    return _split(ary, _split_points(n, indices_or_sections, equal=True), axis)
+
+
+@implements(np.array_split)
+def array_split(ary, indices_or_sections, axis=0):
+    nd = ndim(ary)
+    n = _shape_of(ary)[normalize_axis(axis, nd)] if nd else 0
+    return _split(ary, _split_points(n, indices_or_sections, equal=False), axis)
+
+
+@implements(np.hsplit)
+def hsplit(ary, indices_or_sections):
+    if ndim(ary) == 0:
+        raise ValueError("hsplit only works on arrays of 1 or more dimensions")
+    return split(ary, indices_or_sections, 1 if ndim(ary) > 1 else 0)
+
+
+@implements(np.vsplit)
+def vsplit(ary, indices_or_sections):
+    if ndim(ary) < 2:
+        raise ValueError("vsplit only works on arrays of 2 or more dimensions")
+    return split(ary, indices_or_sections, 0)
+
+
+@implements(np.dsplit)
+def dsplit(ary, indices_or_sections):
+    if ndim(ary) < 3:
+        raise ValueError("dsplit only works on arrays of 3 or more dimensions")
+    return split(ary, indices_or_sections, 2)
+
+
+# --------------------------------------------------------------------------
+# tile, repeat: broadcasting in a new axis, then reshape (the VJP sums the copies)
+# --------------------------------------------------------------------------
+
+@implements(np.tile)
+def tile(A, reps):
+    reps = (operator.index(reps),) if not isinstance(reps, (tuple, list, np.ndarray)) \
+        else tuple(operator.index(r) for r in reps)
+    s = tuple(_shape_of(A))
+    d = max(len(s), len(reps))
+    s = (1,) * (d - len(s)) + s
+    reps = (1,) * (d - len(reps)) + reps
+    if all(r == 1 for r in reps):
+        return reshape(A, s) if tuple(_shape_of(A)) != s else A.copy()
+    inter = tuple(v for r, n in zip(reps, s) for v in (1, n))
+    big = tuple(v for r, n in zip(reps, s) for v in (r, n))
+    out = broadcast_to(reshape(A, inter), big)
+    return reshape(out, tuple(r * n for r, n in zip(reps, s)))
+
+
+@implements(np.repeat)
+def repeat(a, repeats, axis=None):
+    if isinstance(repeats, Tracer):
+        repeats = repeats.tolist()      # the output shape depends on it: it must be concrete
+    if not isinstance(a, Tracer):
+        return np.repeat(a, repeats, axis=axis)
+    if axis is None:
+        a = ravel(a)
+        axis = 0
+    s = tuple(a.shape)
+    axis = normalize_axis(axis, len(s))
+    reps = np.asarray(repeats)
+    if reps.dtype.kind not in "iub":
+        raise TypeError("repeats must be integers")
+    if reps.ndim == 0 or reps.size == 1:
+        r = int(reps.reshape(-1)[0])
+        if r < 0:
+            raise ValueError("negative dimensions are not allowed")
+        x = reshape(a, s[:axis + 1] + (1,) + s[axis + 1:])
+        x = broadcast_to(x, s[:axis + 1] + (r,) + s[axis + 1:])
+        return reshape(x, s[:axis] + (s[axis] * r,) + s[axis + 1:])
+    if reps.ndim != 1 or reps.shape[0] != s[axis]:
+        raise ValueError(f"operands could not be broadcast together with shape ({s[axis]},) "
+                         f"({', '.join(map(str, reps.shape))},)")
+    idx = np.repeat(np.arange(s[axis]), reps)
+    return np.take(a, idx, axis=axis)
+
+
+# --------------------------------------------------------------------------
+# flip, rot90 (slices with step -1), roll (a primitive: its VJP rolls back)
+# --------------------------------------------------------------------------
+
+@implements(np.flip)
+def flip(m, axis=None):
+    nd = ndim(m)
+    axes = normalize_axes(axis, nd)
+    if not axes:
+        return m.copy()
+    idx = tuple(slice(None, None, -1) if k in axes else slice(None) for k in range(nd))
+    return m[idx]
+
+
+@implements(np.fliplr)
+def fliplr(m):
+    if ndim(m) < 2:
+        raise ValueError("Input must be >= 2-d.")
+    return flip(m, 1)
+
+
+@implements(np.flipud)
+def flipud(m):
+    if ndim(m) < 1:
+        raise ValueError("Input must be >= 1-d.")
+    return flip(m, 0)
+
+
+@implements(np.rot90)
+def rot90(m, k=1, axes=(0, 1)):
+    axes = tuple(axes)
+    nd = ndim(m)
+    if len(axes) != 2:
+        raise ValueError("len(axes) must be 2.")
+    if axes[0] == axes[1] or abs(axes[0] - axes[1]) == nd:
+        raise ValueError("Axes must be different.")
+    if axes[0] >= nd or axes[0] < -nd or axes[1] >= nd or axes[1] < -nd:
+        raise ValueError(f"Axes={axes} out of range for array of ndim={nd}.")
+    k %= 4
+    if k == 0:
+        return m.copy()
+    if k == 2:
+        return flip(flip(m, axes[0]), axes[1])
+    perm = list(range(nd))
+    a0, a1 = axes[0] % nd, axes[1] % nd
+    perm[a0], perm[a1] = perm[a1], perm[a0]
+    if k == 1:
+        return transpose(flip(m, axes[1]), tuple(perm))
+    return flip(transpose(m, tuple(perm)), axes[1])
+
+
+def _roll_batch(args, bdims, shift, axis):
+    x = to_front(args[0], bdims[0])
+    return roll_p(x, shift=shift, axis=tuple(a + 1 for a in axis)), 0
+
+
+roll_p = Primitive(
+    "roll", lambda x, shift, axis: np.roll(x, shift, axis),
+    jvp=(lambda t, out, x, shift, axis: roll_p(t, shift=shift, axis=axis),),
+    vjp=(lambda ct, out, x, shift, axis: roll_p(ct, shift=tuple(-s for s in shift),
+                                               axis=axis),),
+    batch=_roll_batch)
+
+
+@implements(np.roll)
+def roll(a, shift, axis=None):
+    if isinstance(shift, Tracer):
+        shift = shift.tolist()
+    if axis is None:
+        return reshape(roll(ravel(a), shift, 0), tuple(_shape_of(a)))
+    nd = ndim(a)
+    sh, ax = np.broadcast_arrays(np.asarray(shift), np.asarray(axis))
+    if sh.ndim > 1:
+        raise ValueError("'shift' and 'axis' should be scalars or 1D sequences")
+    s = _shape_of(a)
+    totals = {}
+    for k, v in zip(ax.reshape(-1).tolist(), sh.reshape(-1).tolist()):
+        k = normalize_axis(k, nd)
+        totals[k] = totals.get(k, 0) + int(v)
+    totals = {k: v % s[k] for k, v in totals.items() if s[k] and v % s[k]}
+    if not totals:
+        return a.copy()
+    axes = tuple(sorted(totals))
+    return roll_p(a, shift=tuple(totals[k] for k in axes), axis=axes)
+
+
+# --------------------------------------------------------------------------
+# pad: concatenation (constant) or a gather along each axis (edge, reflect, ...)
+# --------------------------------------------------------------------------
+
+_INDEX_MODES = ("edge", "reflect", "symmetric", "wrap")
+
+
+def _pad_pairs(pad_width, nd):
+    if isinstance(pad_width, dict):
+        pairs = [[0, 0] for _ in range(nd)]
+        for k, v in pad_width.items():
+            pairs[normalize_axis(k, nd)] = list(np.broadcast_to(np.asarray(v), (2,)).tolist())
+        pad_width = pairs
+    pw = np.asarray(pad_width)
+    if pw.dtype.kind not in "iu":
+        raise TypeError("`pad_width` must be of integral type.")
+    pw = np.broadcast_to(pw, (nd, 2)).tolist()
+    if any(v < 0 for p in pw for v in p):
+        raise ValueError("index can't contain negative values")
+    return pw
+
+
+@implements(np.pad)
+def pad(array, pad_width, mode="constant", **kwargs):
+    nd = ndim(array)
+    pw = _pad_pairs(pad_width, nd)
+    if mode == "empty":
+        mode = "constant"
+    if mode == "constant":
+        cv = kwargs.pop("constant_values", 0)
+        if kwargs:
+            raise ValueError(f"unsupported keyword arguments for mode 'constant': "
+                             f"{set(kwargs)}")
+        if isinstance(cv, Tracer):
+            cvals = np.broadcast_to(cv, (nd, 2))
+        else:
+            cvals = np.broadcast_to(np.asarray(cv), (nd, 2))
+        dtype = array.dtype if isinstance(array, Tracer) else np.asarray(array).dtype
+        x = array
+        for k, (b, e) in enumerate(pw):
+            if not b and not e:
+                continue
+            s = tuple(_shape_of(x))
+            parts = []
+            for w, c in ((b, cvals[k, 0]), (e, cvals[k, 1])):
+                side = s[:k] + (w,) + s[k + 1:]
+                if isinstance(c, Tracer):
+                    part = broadcast_to(c.astype(dtype), side)
+                else:
+                    part = np.full(side, c, dtype)
+                parts.append(part)
+            x = concatenate([parts[0], x, parts[1]], axis=k)
+        return x if x is not array else array.copy()
+    if mode in _INDEX_MODES:
+        if kwargs.get("reflect_type", "even") != "even":
+            raise NotImplementedError(f"np.pad(mode={mode!r}, reflect_type='odd') is not "
+                                      f"supported on traced values")
+        x = array
+        for k, (b, e) in enumerate(pw):
+            if not b and not e:
+                continue
+            n = _shape_of(x)[k]
+            idx = np.pad(np.arange(n), (b, e), mode=mode)
+            x = np.take(x, idx, axis=k)
+        return x if x is not array else array.copy()
+    raise NotImplementedError(f"np.pad(mode={mode!r}) is not supported on traced values; "
+                              f"supported modes: 'constant', 'empty', "
+                              + ", ".join(repr(m) for m in _INDEX_MODES))
+
+
+# --------------------------------------------------------------------------
+# triu, tril: a constant mask and np.where
+# --------------------------------------------------------------------------
+
+@implements(np.triu)
+def triu(m, k=0):
+    s = _shape_of(m)
+    mask = np.tri(*s[-2:], k=k - 1, dtype=bool)
+    return np.where(mask, np.zeros(1, m.dtype), m)
+
+
+@implements(np.tril)
+def tril(m, k=0):
+    s = _shape_of(m)
+    mask = np.tri(*s[-2:], k=k, dtype=bool)
+    return np.where(mask, m, np.zeros(1, m.dtype))
+
+
+# --------------------------------------------------------------------------
+# block, meshgrid
+# --------------------------------------------------------------------------
+
+def _block_depth(x, where="arrays"):
+    if type(x) is tuple:
+        raise TypeError(f"{where} is a tuple. Only lists can be used to arrange blocks, "
+                        f"and np.block does not allow implicit conversion from tuple to "
+                        f"ndarray.")
+    if type(x) is not list:
+        return 0
+    if not x:
+        raise ValueError(f"List at {where} cannot be empty")
+    depths = {_block_depth(e, f"{where}[{i}]") for i, e in enumerate(x)}
+    if len(depths) != 1:
+        raise ValueError("List depths are mismatched.")
+    return 1 + depths.pop()
+
+
+def _block_leaves(x):
+    if type(x) is list:
+        for e in x:
+            yield from _block_leaves(e)
+    else:
+        yield x
+
+
+@implements(np.block)
+def block(arrays):
+    depth = _block_depth(arrays)
+    nd = max([depth] + [ndim(a) for a in _block_leaves(arrays)])
+
+    def rec(x, level):
+        if type(x) is list:
+            return concatenate([rec(e, level + 1) for e in x], axis=level - depth)
+        s = tuple(_shape_of(x))
+        x = x if isinstance(x, Tracer) else np.asarray(x)
+        return reshape(x, (1,) * (nd - len(s)) + s) if len(s) < nd else x
+
+    out = rec(arrays, 0)
+    return out.copy() if depth == 0 else out
+
+
+@implements(np.meshgrid)
+def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
+    if indexing not in ("xy", "ij"):
+        raise ValueError("Valid values for `indexing` are 'xy' and 'ij'.")
+    n = len(xi)
+    s0 = (1,) * n
+    out = [reshape(x if isinstance(x, Tracer) else np.asarray(x),
+                   s0[:i] + (-1,) + s0[i + 1:]) for i, x in enumerate(xi)]
+    if indexing == "xy" and n > 1:
+        out[0] = reshape(out[0], (1, -1) + s0[2:])
+        out[1] = reshape(out[1], (-1, 1) + s0[2:])
+    if not sparse:
+        out = list(broadcast_arrays(*out))
+    if copy:
+        out = [x.copy() for x in out]
+    return tuple(out)
