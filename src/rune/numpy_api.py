@@ -392,6 +392,9 @@ def install():
         f = getattr(np, fname, None)
         if f is not None and f in FUNCTIONS:
             setattr(T, fname, _method(f))
+    if np.compress in FUNCTIONS:    # a.compress(condition) is np.compress(condition, a)
+        T.compress = lambda self, condition, axis=None, out=None: FUNCTIONS[np.compress](
+            condition, self, axis, out)
     T.reshape = lambda self, *shape, order="C": FUNCTIONS[np.reshape](
         self, shape[0] if len(shape) == 1 else shape)
     T.transpose = lambda self, *axes: FUNCTIONS[np.transpose](
