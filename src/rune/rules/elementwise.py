@@ -195,7 +195,9 @@ sinh_p = unary(np.sinh, lambda x, y: np.cosh(x))
 cosh_p = unary(np.cosh, lambda x, y: np.sinh(x))
 tanh_p = unary(np.tanh, lambda x, y: 1 - y * y)
 arcsinh_p = unary(np.arcsinh, lambda x, y: 1 / np.sqrt(x * x + 1))
-arccosh_p = unary(np.arccosh, lambda x, y: 1 / np.sqrt(x * x - 1), safe=True)
+# sqrt(x - 1) * sqrt(x + 1), not sqrt(x * x - 1): the same for real x >= 1, and the
+# principal branch for complex x (the other has the wrong sign where Re(x) < 0).
+arccosh_p = unary(np.arccosh, lambda x, y: 1 / (np.sqrt(x - 1) * np.sqrt(x + 1)), safe=True)
 arctanh_p = unary(np.arctanh, lambda x, y: 1 / (1 - x * x), safe=True)
 deg2rad_p = unary(np.deg2rad, lambda x, y: np.pi / 180)
 rad2deg_p = unary(np.rad2deg, lambda x, y: 180 / np.pi)
@@ -286,6 +288,21 @@ for _uf in (np.greater, np.greater_equal, np.less, np.less_equal, np.equal, np.n
             getattr(np, "bitwise_count", None)):
     if _uf is not None:
         nondiff(_uf)
+
+
+sign_p = nondiff(np.sign)   # real: zero derivative
+
+
+def _sign(x):
+    """``np.sign``: ``z / |z|`` (0 at 0) for complex ``z`` (NumPy 2), which is not constant."""
+    if x.dtype.kind == "c":
+        a = np.abs(x)
+        zero = a == 0
+        return np.where(zero, 0, x / np.where(zero, 1, a))
+    return sign_p(x)
+
+
+register_ufunc(np.sign, _sign)
 
 
 @implements(np.fix)
