@@ -14,6 +14,8 @@ from .forward import jvp
 from .batching import vmap
 from .jacobians import jacfwd, jacrev, hessian, hvp
 from .testing import check_grads
+from .checkpoint import checkpoint, remat
+from .custom import custom_vjp, custom_jvp
 
 _numpy_api.install()
 
@@ -21,6 +23,6 @@ __version__ = "0.1.0"
 
 __all__ = [
     "grad", "value_and_grad", "vjp", "jvp", "vmap", "jacfwd", "jacrev", "hessian", "hvp",
-    "stop_gradient", "check_grads", "tree",
+    "stop_gradient", "check_grads", "tree", "checkpoint", "remat", "custom_vjp", "custom_jvp",
     "TracerConversionError", "BatchedControlFlowError", "PerformanceWarning",
 ]

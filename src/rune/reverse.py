@@ -164,6 +164,9 @@ def backward(tape, seeds):
         ct = cts.pop(node, None)
         if ct is None:
             continue
+        if callable(rules):    # a whole-node rule (checkpoint, custom_vjp, custom_jvp) reads
+            rules(ct, node, cts)   # and updates its parents' accumulated cotangents itself
+            continue
         out = node.out
         if type(ct) is list:   # several results: instantiate the zeros
             ct = tuple(np.zeros_like(o) if c is None else c for c, o in zip(ct, out))
