@@ -41,6 +41,8 @@ def split_index(idx, x_ndim):
         if isinstance(i, Tracer) or isinstance(i, (np.ndarray, list)):
             if isinstance(i, list):
                 i = np.asarray(i)
+                if i.size == 0:
+                    i = i.astype(np.intp)     # x[[]] selects nothing, as in NumPy
             if i.dtype == np.bool_:
                 nz = np.nonzero(i)
                 template.extend([_ARRAY] * len(nz))
@@ -128,7 +130,47 @@ index_set_p = Primitive(
              _zeros_of(out, t.dtype), t, *arrays, template=template)),
     vjp=(lambda ct, out, x, v, *arrays, template: index_set_p(
         ct, np.zeros((), ct.dtype), *arrays, template=template),
-         lambda ct, out, x, v, *arrays, template: gather_p(ct, *arrays, template=template)))
+         lambda ct, out, x, v, *arrays, template: _index_set_vjp_v(ct, x, arrays, template)))
+
+
+def _index_set_vjp_v(ct, x, arrays, template):
+    """The cotangent of the written value: ``ct`` at the index, but where an index repeats
+    only the write NumPy kept (the last) gets it, the others were overwritten."""
+    g = gather_p(ct, *arrays, template=template)
+    if not _may_repeat(tuple(shape(x)), arrays, template):
+        return g
+    region = tuple(shape(g))
+    ids = np.arange(int(np.prod(region, dtype=np.int64))).reshape(region)
+    written = index_set_p(np.full(shape(x), -1, np.intp), ids, *arrays, template=template)
+    return np.where(gather_p(written, *arrays, template=template) == ids, g, 0)
+
+
+def _expand(template, nd):
+    """``template`` with its Ellipsis (or the implicit trailing one) written out as slices."""
+    consumed = sum(1 for t in template if t is not None and t is not Ellipsis)
+    if Ellipsis in template:
+        k = template.index(Ellipsis)
+        return template[:k] + (slice(None),) * (nd - consumed) + template[k + 1:]
+    return template + (slice(None),) * (nd - consumed)
+
+
+def _may_repeat(xshape, arrays, template):
+    """False when the index arrays are concrete and never name one element twice."""
+    if not arrays:
+        return False
+    if any(isinstance(a, Tracer) for a in arrays):
+        return True
+    it = iter(arrays)
+    entries, dims, d = [], [], 0
+    for t in _expand(template, len(xshape)):
+        if t is None:
+            continue
+        if t is _ARRAY or isinstance(t, int):
+            entries.append(np.asarray(next(it) if t is _ARRAY else t) % max(xshape[d], 1))
+            dims.append(xshape[d])
+        d += 1
+    lin = np.ravel_multi_index(tuple(np.broadcast_arrays(*entries)), tuple(dims)).ravel()
+    return lin.size > 1 and np.unique(lin).size < lin.size
 
 
 # --------------------------------------------------------------------------
@@ -139,12 +181,7 @@ def index_info(xshape, template, arr_shapes):
     """``(region, pos, adv_nd)``: the shape of ``x[index]`` for an ``x`` of shape ``xshape``;
     where the block of advanced-index dimensions sits in it (``pos``, 0 when the advanced
     indices are not adjacent, as NumPy puts them first); and that block's rank."""
-    consumed = sum(1 for t in template if t is not None and t is not Ellipsis)
-    if Ellipsis in template:
-        k = template.index(Ellipsis)
-        full = template[:k] + (slice(None),) * (len(xshape) - consumed) + template[k + 1:]
-    else:
-        full = template + (slice(None),) * (len(xshape) - consumed)
+    full = _expand(template, len(xshape))
     advanced = _has_advanced(template)
     adv_shape = np.broadcast_shapes(*arr_shapes) if advanced else ()
     region, pos, d = [], None, 0
