@@ -9,7 +9,28 @@ index arrays first (``mask.nonzero()``).
 * ``gather(x, *arrays)``: JVP gathers the tangent; VJP scatter-adds the
   cotangent into zeros (``np.add.at``, so repeated indices accumulate).
 * ``index_add(x, v, *arrays)``: ``x`` with ``v`` added at the index.
-* ``index_set(x, v, *arrays)``: ``x`` with ``v`` written at the index.
+* ``index_set(x, v, *arrays)``: ``x`` with ``v`` written at the index.  Where an
+  index repeats NumPy keeps the last write, and only that write's ``v`` gets a
+  cotangent.
+
+Batching: with unbatched index arrays the batch axis of ``x`` is indexed by a
+leading ``slice(None)``.  With batched index arrays the batch is indexed by an
+``arange`` that leads the broadcast of the index arrays, so per-example labels
+(``vmap(lambda logp, y: logp[y])``) are one gather, and its VJP one scatter-add;
+NumPy then puts the advanced-index block first, and a transpose puts it back
+where the example's own indexing would have put it.  Boolean masks whose
+``nonzero`` depends on a batched value make ``vmap`` run per example.
+
+Also here: ``take`` (all modes), ``take_along_axis``, ``compress``,
+``diagonal``/``diag``/``trace`` (gathers of two aranges), ``sort`` (``argsort``'s
+permutation, then a gather: the gradient follows the permutation; at ties it goes
+to the element NumPy's sort put there), ``partition`` (likewise through
+``argpartition``), the nondifferentiable ``argsort``, ``argpartition``, ``lexsort``,
+``searchsorted`` (a batched sorted array loops over the batch), ``select`` and
+``choose`` (``np.where`` chains and a gather), and NumPy's in-place writers on a
+traced array (``np.put``, ``put_along_axis``, ``fill_diagonal``, ``copyto``,
+``putmask``, ``place``), which become functional updates; aimed at a plain array
+they raise ``rune.TracerConversionError``.
 """
 
 from __future__ import annotations
@@ -594,6 +615,66 @@ def sort(a, axis=-1, kind=None, order=None, *, stable=None):
     axis = normalize_axis(axis, ndim(a))
     perm = argsort_p(a, axis=axis, kind=_sort_kind(kind, stable))
     return take_along_axis(a, perm, axis=axis)
+
+
+def _argpartition_batch(args, bdims, kth, axis):
+    return argpartition_p(to_front(args[0], bdims[0]), kth=kth, axis=axis + 1), 0
+
+
+argpartition_p = Primitive("argpartition",
+                           lambda x, kth, axis: np.argpartition(x, kth, axis=axis),
+                           nondiff=True, batch=_argpartition_batch)
+
+
+def _kth(kth):
+    if isinstance(kth, Tracer):
+        kth = kth.tolist()
+    return tuple(int(k) for k in np.atleast_1d(kth).tolist())
+
+
+@implements(np.argpartition)
+def argpartition(a, kth, axis=-1, kind="introselect", order=None):
+    if order is not None:
+        raise NotImplementedError("np.argpartition(order=...) is not supported on traced "
+                                  "values")
+    if axis is None:
+        a = np.ravel(a)
+        axis = 0
+    return argpartition_p(a, kth=_kth(kth), axis=normalize_axis(axis, ndim(a)))
+
+
+@implements(np.partition)
+def partition(a, kth, axis=-1, kind="introselect", order=None):
+    """``a`` partitioned around ``kth`` (gathered through ``np.argpartition``'s permutation;
+    the order inside each part is NumPy's argpartition order)."""
+    if order is not None:
+        raise NotImplementedError("np.partition(order=...) is not supported on traced values")
+    if axis is None:
+        a = np.ravel(a)
+        axis = 0
+    axis = normalize_axis(axis, ndim(a))
+    return take_along_axis(a, argpartition_p(a, kth=_kth(kth), axis=axis), axis=axis)
+
+
+def _lexsort_batch(args, bdims, axis):
+    size = batch_size(args, bdims)
+    keys = [broadcast_batch(k, b, size) for k, b in zip(args, bdims)]
+    return lexsort_p(*keys, axis=axis + 1), 0
+
+
+lexsort_p = Primitive("lexsort", lambda *keys, axis: np.lexsort(keys, axis=axis),
+                      nondiff=True, batch=_lexsort_batch)
+
+
+@implements(np.lexsort)
+def lexsort(keys, axis=-1):
+    keys = [keys[k] for k in range(shape(keys)[0])] if isinstance(keys, Tracer) else \
+        [k if isinstance(k, Tracer) else np.asarray(k) for k in keys]
+    if not keys:
+        raise TypeError("need sequence of keys with len > 0 in lexsort")
+    s = np.broadcast_shapes(*[tuple(shape(k)) for k in keys])
+    keys = [np.broadcast_to(k, s) for k in keys]
+    return lexsort_p(*keys, axis=normalize_axis(axis, len(s)))
 
 
 def _searchsorted_batch(args, bdims, side):

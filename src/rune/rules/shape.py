@@ -4,6 +4,23 @@ These primitives are linear, so their JVP applies the same operation to the
 tangent and their VJP applies the inverse layout change to the cotangent.
 ``moveaxis``, ``swapaxes``, ``expand_dims``, ``squeeze``, ``ravel``,
 ``stack``, ``hstack``, ``vstack`` are compositions of the primitives here.
+
+The rest of the family is built from them and from indexing:
+
+* ``split`` (``array_split``, ``hsplit``, ``vsplit``, ``dsplit``) is one primitive
+  with several results, whose VJP concatenates the pieces' cotangents (zeros for
+  unused pieces); overlapping split points fall back to one slice per piece.
+* ``tile`` and scalar ``repeat`` broadcast in a new axis and reshape, so the VJP
+  sums the copies; ``repeat`` with per-element counts is a gather (``np.take``).
+* ``flip``/``fliplr``/``flipud``/``rot90`` are slices with step -1 and transposes;
+  ``roll`` is a primitive whose VJP rolls back.
+* ``pad``: mode ``'constant'`` (and ``'empty'``, padded with 0) concatenates constant
+  blocks axis by axis (``constant_values`` may be traced); ``'edge'``, ``'reflect'``,
+  ``'symmetric'``, ``'wrap'`` gather along each axis with the index pattern
+  ``np.pad(np.arange(n), ..., mode)`` gives.  Other modes raise ``NotImplementedError``.
+* ``triu``/``tril`` are ``np.where`` with a constant mask; ``block`` and ``meshgrid``
+  are concatenations and broadcasts; ``delete`` gathers the kept elements and
+  ``insert`` writes into a new buffer.
 """
 
 from __future__ import annotations
@@ -788,3 +805,93 @@ def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
     if copy:
         out = [x.copy() for x in out]
     return tuple(out)
+
+
+# --------------------------------------------------------------------------
+# delete, insert: a gather of the kept elements; writes into a new buffer
+# --------------------------------------------------------------------------
+
+def _concrete_index(obj):
+    """An index argument that decides the output shape: it must be concrete."""
+    return np.asarray(obj.tolist()) if isinstance(obj, Tracer) else obj
+
+
+@implements(np.delete)
+def delete(arr, obj, axis=None):
+    obj = _concrete_index(obj)
+    if axis is None:
+        arr = ravel(arr) if ndim(arr) != 1 else arr
+        axis = 0
+    axis = normalize_axis(axis, ndim(arr))
+    n = _shape_of(arr)[axis]
+    keep = np.ones(n, bool)
+    if isinstance(obj, slice):
+        keep[obj] = False
+    else:
+        o = np.asarray(obj)
+        if o.dtype == np.bool_:
+            if o.shape != (n,):
+                raise ValueError(f"boolean array argument obj to delete must be one "
+                                 f"dimensional and match the axis length of {n}")
+            keep = ~o
+        else:
+            if o.size and o.dtype.kind not in "iu":
+                raise IndexError("arrays used as indices must be of integer (or boolean) type")
+            o = o.astype(np.intp)
+            if o.size and (o.min() < -n or o.max() >= n):
+                raise IndexError(f"index {obj} is out of bounds for axis {axis} with size {n}")
+            keep[o] = False
+    return np.take(arr, np.flatnonzero(keep), axis=axis)
+
+
+@implements(np.insert)
+def insert(arr, obj, values, axis=None):
+    obj = _concrete_index(obj)
+    arr = arr if isinstance(arr, Tracer) else np.asarray(arr)
+    if axis is None:
+        arr = ravel(arr) if arr.ndim != 1 else arr
+        axis = 0
+    nd = arr.ndim
+    axis = normalize_axis(axis, nd)
+    n = arr.shape[axis]
+    if isinstance(obj, slice):
+        indices = np.arange(*obj.indices(n), dtype=np.intp)
+    else:
+        indices = np.array(obj)
+        if indices.dtype == np.bool_:
+            if indices.ndim != 1:
+                raise ValueError("boolean array argument obj to insert must be one "
+                                 "dimensional")
+            indices = np.flatnonzero(indices)
+        elif indices.ndim > 1:
+            raise ValueError("index array argument obj to insert must be one dimensional "
+                             "or scalar")
+    pre = (slice(None),) * axis
+    if indices.size == 1:
+        index = indices.item()
+        if index < -n or index > n:
+            raise IndexError(f"index {obj} is out of bounds for axis {axis} with size {n}")
+        index = index + n if index < 0 else index
+        values = np.array(values, copy=None, ndmin=nd, dtype=arr.dtype)
+        if indices.ndim == 0:
+            values = moveaxis(values, 0, axis) if isinstance(values, Tracer) else \
+                np.moveaxis(values, 0, axis)
+        s = tuple(arr.shape)
+        region = s[:axis] + (_shape_of(values)[axis],) + s[axis + 1:]
+        values = broadcast_to(values, region)
+        return concatenate([arr[pre + (slice(None, index),)], values,
+                            arr[pre + (slice(index, None),)]], axis=axis)
+    if indices.size == 0 and not isinstance(obj, np.ndarray):
+        indices = indices.astype(np.intp)
+    indices = indices.copy()
+    indices[indices < 0] += n
+    numnew = len(indices)
+    order = indices.argsort(kind="mergesort")
+    indices[order] += np.arange(numnew)
+    newshape = list(arr.shape)
+    newshape[axis] += numnew
+    old_mask = np.ones(newshape[axis], dtype=bool)
+    old_mask[indices] = False
+    from .indexing import setitem
+    new = setitem(np.zeros(newshape, arr.dtype), pre + (indices,), values)
+    return setitem(new, pre + (old_mask,), arr)
