@@ -34,7 +34,7 @@ from __future__ import annotations
 import functools
 import types
 
-from . import tree as tree_util
+from . import core, tree as tree_util
 from .core import Tracer, new_trace, warn_once
 from .custom import (Call, bind_call, leaked, is_float, unwrap_reverse, unwrap_forward,
                      unwrap_batch, group_parents, record, rerun_pullback, vmap_flat,
@@ -114,12 +114,16 @@ class CheckpointCall(Call):
         return tuple(self.fun(*args))
 
     def _inline(self, trace, args):
-        warn_once(("checkpoint-closure", self.name),
-                  f"checkpoint({self.name}) uses a value traced by an enclosing {trace.kind} "
-                  f"that is not among its arguments (held by an object or a nested function "
-                  f"it closes over), so it runs without recomputation; pass that value as an "
-                  f"argument to save memory")
+        _warn_hidden(self.name, trace.kind)
         return tuple(self.fun(*args))
+
+
+def _warn_hidden(name, kind):
+    warn_once(("checkpoint-closure", name),
+              f"checkpoint({name}) uses a value traced by an enclosing {kind} that is not "
+              f"among its arguments (held by an object or a nested function it closes over), "
+              f"so it runs without recomputation; pass that value as an argument to save "
+              f"memory")
 
 
 def checkpoint(fun):
@@ -144,7 +148,11 @@ def checkpoint(fun):
         conv = _closure_inputs(fun)
         if conv is None:
             if not any(isinstance(x, Tracer) for x in leaves):
-                return fun(*args, **kwargs)
+                out = fun(*args, **kwargs)
+                if core._active_count and any(isinstance(o, Tracer)
+                                              for o in tree_util.leaves(out)):
+                    _warn_hidden(name, "transformation")
+                return out
             n_extra, make = 0, None
         else:
             extra, make = conv

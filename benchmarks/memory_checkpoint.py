@@ -1,0 +1,104 @@
+"""W6 with checkpoint: peak memory and time of ``grad`` with and without ``rune.checkpoint``.
+
+A 200-layer chain ``x = tanh(W @ x)`` (one ``W`` of 256x256 shared by every
+layer, ``x`` 256x64, float32); the gradient is taken with respect to ``W``
+and ``x``.  The checkpointed version wraps every segment of 10 layers in
+``rune.checkpoint``.  Peak memory is what ``tracemalloc`` sees (NumPy reports
+its array buffers to it) above the level at the call; times are medians.
+
+    .venv/bin/python benchmarks/memory_checkpoint.py
+
+Target (SPEC section 5): peak memory cut at least 6x, for at most 1.6x the time.
+"""
+
+from __future__ import annotations
+
+import gc
+import statistics
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
+import rune  # noqa: E402
+
+DEPTH, WIDTH, COLS, SEGMENT = 200, 256, 64, 10
+
+
+def block(W, x, depth):
+    for _ in range(depth):
+        x = np.tanh(W @ x)
+    return x
+
+
+def loss(W, x):
+    return np.sum(block(W, x, DEPTH))
+
+
+@rune.checkpoint
+def segment(W, x):
+    return block(W, x, SEGMENT)
+
+
+def loss_checkpointed(W, x):
+    for _ in range(DEPTH // SEGMENT):
+        x = segment(W, x)
+    return np.sum(x)
+
+
+def peak_memory(fn):
+    fn()
+    gc.collect()
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        base = tracemalloc.get_traced_memory()[0]
+        fn()
+        return tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
+
+
+def median_time(fn, repeats=9):
+    fn()
+    samples = []
+    for _ in range(repeats):
+        gc.collect()
+        t0 = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - t0)
+    return statistics.median(samples)
+
+
+def main():
+    rng = np.random.default_rng(0)
+    W = (rng.standard_normal((WIDTH, WIDTH)) / np.sqrt(WIDTH)).astype(np.float32)
+    x = rng.standard_normal((WIDTH, COLS)).astype(np.float32)
+    grad = rune.grad(loss, (0, 1))
+    grad_ck = rune.grad(loss_checkpointed, (0, 1))
+
+    g, g_ck = grad(W, x), grad_ck(W, x)
+    same = all(np.array_equal(a, b) for a, b in zip(g, g_ck))
+
+    t_fwd = median_time(lambda: loss(W, x))
+    t_grad = median_time(lambda: grad(W, x))
+    t_ck = median_time(lambda: grad_ck(W, x))
+    m_grad = peak_memory(lambda: grad(W, x))
+    m_ck = peak_memory(lambda: grad_ck(W, x))
+
+    print(f"W6: {DEPTH}-layer tanh(W @ x), W {WIDTH}x{WIDTH}, x {WIDTH}x{COLS}, float32; "
+          f"grad w.r.t. W and x; checkpoint every {SEGMENT} layers")
+    print(f"  forward                      {t_fwd * 1e3:8.1f} ms")
+    print(f"  grad                         {t_grad * 1e3:8.1f} ms   ({t_grad / t_fwd:.2f}x forward)")
+    print(f"  grad with checkpoint         {t_ck * 1e3:8.1f} ms   ({t_ck / t_fwd:.2f}x forward)")
+    print(f"  peak memory, grad            {m_grad / 1e6:8.1f} MB")
+    print(f"  peak memory, with checkpoint {m_ck / 1e6:8.1f} MB")
+    print(f"  memory cut {m_grad / m_ck:.1f}x (target >= 6x), time {t_ck / t_grad:.2f}x "
+          f"(target <= 1.6x); gradients bit-identical: {same}")
+
+
+if __name__ == "__main__":
+    main()
