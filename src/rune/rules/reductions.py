@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import Primitive, Tracer
-from ..numpy_api import implements, _REDUCE, _ACCUMULATE
+from ..numpy_api import implements, FUNCTIONS, _REDUCE, _ACCUMULATE
 from .elementwise import shape, ndim
 from .shape import normalize_axes, normalize_axis, to_front, reshape
 
@@ -687,7 +687,7 @@ def _quantile(a, q, axis, method, keepdims, name, weights=None, nan=False):
         k = len(rest)
 
         def gather(idx):
-            r = s[..., idx]       # rest + qs
+            r = FUNCTIONS["getitem"](s, (Ellipsis, idx))   # rest + qs; idx may be traced
             if k and qs:
                 r = np.transpose(r, tuple(range(k, k + len(qs))) + tuple(range(k)))
             return r
