@@ -132,6 +132,13 @@ for _ord, _axis, _kd in NORMS:
 CASES["vector_norm"] = (lambda x: np.linalg.vector_norm(x, axis=(0, 2), ord=3, keepdims=True),
                         [((2, 3, 2), rand)])
 CASES["matrix_norm"] = (lambda x: np.linalg.matrix_norm(x, ord="nuc"), [((2, 3, 4), rand)])
+CASES["cond"] = (np.linalg.cond, [((3, 3), square)])
+CASES["cond_-2"] = (lambda a: np.linalg.cond(a, -2), [((2, 3, 3), square)])
+CASES["cond_fro"] = (lambda a: np.linalg.cond(a, "fro"), [((3, 3), square)])
+CASES["cond_inf"] = (lambda a: np.linalg.cond(a, np.inf), [((3, 3), square)])
+CASES["tensorsolve"] = (lambda a, b: np.linalg.tensorsolve(np.reshape(a, (2, 3, 2, 3)), b,
+                                                           axes=(0, 1)),
+                        [((6, 6), square), ((2, 3), rand)])
 CASES["norm_all"] = (lambda x: np.linalg.norm(x, keepdims=True), [((2, 3, 2), rand)])
 
 
@@ -337,6 +344,17 @@ def test_cholesky_and_eigh_gradients_are_hermitian():
 def test_det_of_singular_matrix_raises():
     with pytest.raises(np.linalg.LinAlgError):
         rune.grad(np.linalg.det)(np.array([[1.0, 2.0], [2.0, 4.0]]))
+
+
+def test_matrix_rank_under_transformations():
+    a = rand((3, 2))
+    low = a @ a.T
+    stack = np.stack([square((3, 3)), low])
+    np.testing.assert_array_equal(rune.vmap(np.linalg.matrix_rank)(stack), [3, 2])
+    np.testing.assert_array_equal(rune.vmap(lambda m: np.linalg.matrix_rank(m, hermitian=True))(
+        stack[1:]), [2])
+    g = rune.grad(lambda m: np.linalg.matrix_rank(m) * np.sum(m))(low)
+    np.testing.assert_array_equal(g, np.full((3, 3), 2.0))
 
 
 def test_refused_modes():

@@ -5,7 +5,8 @@ Primitives (each with its JVP, VJP and batching rule below): ``inv``,
 (reduced), ``qr`` (reduced) and ``pinv``.  Compositions of those and of the
 elementwise, reduction and contraction primitives: ``eigvalsh``,
 ``eigvals``, ``svdvals``, ``norm``, ``vector_norm``, ``matrix_norm``,
-``lstsq``, ``matrix_power`` and ``multi_dot``.
+``lstsq``, ``matrix_power``, ``multi_dot``, ``cond``, ``matrix_rank`` (no
+derivative) and ``tensorsolve``.
 
 Every decomposition already works on stacks of matrices, so every batching
 rule is one stacked NumPy call: the batch axis moves to the front and the
@@ -803,3 +804,49 @@ if hasattr(np.linalg, "matrix_norm"):
             x = x.astype(float)
         nd = ndim(x)
         return _matrix_norm(x, ord, nd - 2, nd - 1, keepdims)
+
+
+# --------------------------------------------------------------------------
+# cond, matrix_rank, tensorsolve (compositions; NumPy's own versions call C directly)
+# --------------------------------------------------------------------------
+
+@implements(np.linalg.cond)
+def cond(x, p=None):
+    x = _operand(x)
+    if p is None or p == 2 or p == -2:
+        s = _svdvals(x)
+        big, small = np.max(s, axis=-1), np.min(s, axis=-1)
+        return big / small if p != -2 else small / big
+    return norm(x, p, axis=(-2, -1)) * norm(inv_p(x), p, axis=(-2, -1))
+
+
+@implements(np.linalg.matrix_rank)
+def matrix_rank(A, tol=None, hermitian=False, *, rtol=None):
+    """The number of singular values above the tolerance (an integer: no derivative)."""
+    A = _operand(A)
+    if ndim(A) < 2:
+        return np.any(A != 0).astype(int)
+    s = np.abs(eigh_p(A, UPLO="L")[0]) if hermitian else _svdvals(A)
+    if tol is None:
+        if rtol is None:
+            rtol = max(shape(A)[-2:]) * np.finfo(s.dtype).eps
+        tol = np.max(s, axis=-1, keepdims=True) * rtol
+    else:
+        tol = np.expand_dims(tol, -1) if np.ndim(tol) else tol
+    return np.sum(s > tol, axis=-1)
+
+
+@implements(np.linalg.tensorsolve)
+def tensorsolve(a, b, axes=None):
+    a, b = _operand(a), _operand(b)
+    an = ndim(a)
+    if axes is not None:     # the axes of ``axes`` move to the end, in that order
+        moved = [normalize_axis(k, an) for k in axes]
+        a = np.transpose(a, [k for k in range(an) if k not in moved] + moved)
+    old = tuple(shape(a)[ndim(b):])
+    size = int(np.prod(old, dtype=np.int64))
+    if int(np.prod(shape(a)[:ndim(b)], dtype=np.int64)) != size:
+        raise np.linalg.LinAlgError("Input arrays must satisfy the requirement "
+                                    "prod(a.shape[b.ndim:]) == prod(a.shape[:b.ndim])")
+    x = solve(np.reshape(a, (size, size)), np.reshape(b, (size,)))
+    return np.reshape(x, old)
