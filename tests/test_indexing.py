@@ -115,6 +115,8 @@ WRITES = [
     ("mask", MASK, (int(MASK.sum()), 3)),
     ("ellipsis", (Ellipsis, 2), (4, 5)),
     ("broadcast_value", (slice(None), 2), (3,)),
+    ("value_with_leading_ones", 0, (1, 5, 3)),
+    ("array_value_with_leading_ones", VIDX[:2], (1, 2, 5, 3)),
 ]
 WRITE_IDS = [w[0] for w in WRITES]
 
@@ -122,6 +124,8 @@ WRITE_IDS = [w[0] for w in WRITES]
 @pytest.mark.parametrize("op", ["set", "add"])
 @pytest.mark.parametrize("name,idx,vshape", WRITES, ids=WRITE_IDS)
 def test_write_value_and_grads(name, idx, vshape, op):
+    if op == "add" and "leading_ones" in name:
+        pytest.skip("NumPy refuses y[idx] += v when v has more dimensions than y[idx]")
     v = RNG.standard_normal(vshape)
     f = _write(idx, op, "self")         # writes into its own argument
     x = X.copy()

@@ -141,7 +141,8 @@ index_add_p = Primitive(
          lambda t, out, x, v, *arrays, template: index_add_p(
              _zeros_of(out, t.dtype), t, *arrays, template=template)),
     vjp=(lambda ct, out, x, v, *arrays, template: ct,
-         lambda ct, out, x, v, *arrays, template: gather_p(ct, *arrays, template=template)))
+         lambda ct, out, x, v, *arrays, template: _value_ct(
+             gather_p(ct, *arrays, template=template), v)))
 
 index_set_p = Primitive(
     "setitem", _index_set_impl,
@@ -151,19 +152,26 @@ index_set_p = Primitive(
              _zeros_of(out, t.dtype), t, *arrays, template=template)),
     vjp=(lambda ct, out, x, v, *arrays, template: index_set_p(
         ct, np.zeros((), ct.dtype), *arrays, template=template),
-         lambda ct, out, x, v, *arrays, template: _index_set_vjp_v(ct, x, arrays, template)))
+         lambda ct, out, x, v, *arrays, template: _index_set_vjp_v(ct, x, v, arrays, template)))
 
 
-def _index_set_vjp_v(ct, x, arrays, template):
+def _index_set_vjp_v(ct, x, v, arrays, template):
     """The cotangent of the written value: ``ct`` at the index, but where an index repeats
     only the write NumPy kept (the last) gets it, the others were overwritten."""
     g = gather_p(ct, *arrays, template=template)
-    if not _may_repeat(tuple(shape(x)), arrays, template):
-        return g
-    region = tuple(shape(g))
-    ids = np.arange(int(np.prod(region, dtype=np.int64))).reshape(region)
-    written = index_set_p(np.full(shape(x), -1, np.intp), ids, *arrays, template=template)
-    return np.where(gather_p(written, *arrays, template=template) == ids, g, 0)
+    if _may_repeat(tuple(shape(x)), arrays, template):
+        region = tuple(shape(g))
+        ids = np.arange(int(np.prod(region, dtype=np.int64))).reshape(region)
+        written = index_set_p(np.full(shape(x), -1, np.intp), ids, *arrays, template=template)
+        g = np.where(gather_p(written, *arrays, template=template) == ids, g, 0)
+    return _value_ct(g, v)
+
+
+def _value_ct(g, v):
+    """The region's cotangent ``g`` for a written value ``v`` with extra leading 1s (NumPy
+    accepts ``x[0] = v`` with ``v`` of shape ``(1, n)``); the engine un-broadcasts the rest."""
+    extra = ndim(v) - ndim(g)
+    return np.reshape(g, (1,) * extra + tuple(shape(g))) if extra > 0 else g
 
 
 def _expand(template, nd):
@@ -277,10 +285,16 @@ def _gather_batch(args, bdims, template):
 
 
 def _pad_to(v, nd, lead=0):
-    """``v`` with 1s inserted after its first ``lead`` axes to make it rank ``nd``."""
+    """``v`` with 1s inserted after its first ``lead`` axes to make it rank ``nd`` (or
+    leading 1s dropped there: NumPy lets ``x[0] = v`` take a ``v`` of shape ``(1, n)``)."""
     s = tuple(shape(v))
-    if len(s) >= nd:
+    if len(s) == nd:
         return v
+    if len(s) > nd:
+        extra = len(s) - nd
+        if any(d != 1 for d in s[lead:lead + extra]):
+            return v        # NumPy will raise its own shape error
+        return np.reshape(v, s[:lead] + s[lead + extra:])
     return np.reshape(v, s[:lead] + (1,) * (nd - len(s)) + s[lead:])
 
 
