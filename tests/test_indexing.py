@@ -554,3 +554,27 @@ def test_write_through_flat():
         y.flat[2] = 100.0
         return np.sum(y)
     assert rune.value_and_grad(f)(M)[0] == f(M)
+
+
+def _check_hessian(scal, x):
+    n = x.size
+    basis = np.eye(n).reshape((n,) + x.shape)
+    want = np.stack([rune.jvp(rune.grad(scal), (x,), (e,))[1] for e in basis])
+    want = want.reshape(x.shape + x.shape)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", rune.PerformanceWarning)
+        np.testing.assert_allclose(rune.hessian(scal)(x), want, atol=1e-10)
+        np.testing.assert_allclose(rune.jacrev(rune.jacfwd(scal))(x), want, atol=1e-10)
+
+
+@pytest.mark.parametrize("name,f", READS, ids=READ_IDS)
+def test_read_hessian(name, f):
+    _check_hessian(lambda x: np.sum(np.sin(f(x)) * f(x)), X)
+
+
+@pytest.mark.parametrize("name,idx,vshape", WRITES, ids=WRITE_IDS)
+def test_write_hessian(name, idx, vshape):
+    v = RNG.standard_normal(vshape)
+    for op in ("set",) if "leading_ones" in name else ("set", "add"):
+        f = _write(idx, op, "mul")
+        _check_hessian(lambda x: np.sum(np.sin(f(x, v * x[0, 0, 0]))), X)

@@ -341,3 +341,26 @@ def test_vmap_of_vmap_of_grad():
     for i in range(2):
         for j in range(3):
             np.testing.assert_allclose(got[i, j], rune.grad(_loss)(xs[i, j]), rtol=1e-12)
+
+
+def _check_hessian(scal, x):
+    """``hessian`` and ``jacrev(jacfwd)`` (vmap over jvp-of-vjp and vjp-of-jvp) against
+    one forward-over-reverse product per basis vector."""
+    n = x.size
+    basis = np.eye(n).reshape((n,) + x.shape)
+    want = np.stack([rune.jvp(rune.grad(scal), (x,), (e,))[1] for e in basis])
+    want = want.reshape(x.shape + x.shape)
+    np.testing.assert_allclose(rune.hessian(scal)(x), want, atol=1e-10)
+    np.testing.assert_allclose(rune.jacrev(rune.jacfwd(scal))(x), want, atol=1e-10)
+
+
+@pytest.mark.parametrize("name,f,args", CASES, ids=IDS)
+def test_hessian(name, f, args):
+    x, rest = args[0], args[1:]
+
+    def scal(x):
+        return sum(np.sum(np.sin(o) * o) for o in rune.tree.leaves(f(x, *rest)))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore" if name in LOOPING else "error", rune.PerformanceWarning)
+        _check_hessian(scal, x)
