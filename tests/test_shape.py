@@ -364,3 +364,18 @@ def test_hessian(name, f, args):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore" if name in LOOPING else "error", rune.PerformanceWarning)
         _check_hessian(scal, x)
+
+
+@pytest.mark.parametrize("name,f,args", CASES, ids=IDS)
+def test_float32_keeps_its_dtype(name, f, args):
+    a32 = tuple(a.astype(np.float32) for a in args)
+    want = f(*a32)
+    out, tangent = rune.jvp(f, a32, tuple(np.ones_like(a) for a in a32))
+    for o, t, w in zip(rune.tree.leaves(out), rune.tree.leaves(tangent),
+                       rune.tree.leaves(want)):
+        assert o.dtype == w.dtype
+        if w.dtype.kind == "f":
+            assert t.dtype == w.dtype
+    g = rune.grad(lambda *a: sum(np.sum(o) for o in rune.tree.leaves(f(*a))
+                                 if o.dtype.kind == "f"))(*a32)
+    assert g.dtype == np.float32

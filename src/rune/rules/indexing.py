@@ -728,9 +728,12 @@ def select(condlist, choicelist, default=0):
         dt = c.dtype if isinstance(c, Tracer) else np.asarray(c).dtype
         if dt != np.bool_:
             raise TypeError(f"invalid entry {k} in condlist: should be boolean ndarray")
-    choices = [c if isinstance(c, Tracer) else np.asarray(c) for c in choicelist]
+    # Python scalars stay weakly typed (NEP 50), as in NumPy's np.select.
+    weak = (int, float, complex)
+    choices = [c if isinstance(c, Tracer) or type(c) in weak else np.asarray(c)
+               for c in choicelist]
     dtype = np.result_type(*choices, default if isinstance(default, Tracer)
-                           else np.asarray(default))
+                           or type(default) in weak else np.asarray(default))
     result = default
     for cond, choice in zip(reversed(condlist), reversed(choices)):
         result = np.where(cond, choice, result)
