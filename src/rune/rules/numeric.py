@@ -41,6 +41,7 @@ import numpy.polynomial.polynomial as _poly
 from .. import numpy_api
 from ..core import Tracer
 from ..numpy_api import implements
+from ..reverse import stop_gradient
 from .elementwise import shape, ndim
 from .shape import normalize_axis
 
@@ -59,13 +60,15 @@ def _dtype_of(*xs):
 # cov, corrcoef
 # --------------------------------------------------------------------------
 
-def _as_rows(m, rowvar, dtype):
+def _as_rows(m, rowvar, dtype, is_y=False):
     X = _arr(m)
-    if ndim(X) < 2:
-        X = np.reshape(X, (1,) * (2 - ndim(X)) + tuple(shape(X)))
+    nd = ndim(X)
+    if nd < 2:
+        X = np.reshape(X, (1,) * (2 - nd) + tuple(shape(X)))
     if X.dtype != dtype:
         X = X.astype(dtype)
-    if not rowvar and shape(X)[0] != 1:
+    # as NumPy: m is transposed unless it is 1-d, y unless it has one row
+    if not rowvar and (shape(X)[0] != 1 if is_y else nd != 1):
         X = np.transpose(X)
     return X
 
@@ -104,7 +107,7 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
     if shape(X)[0] == 0:
         return np.zeros((0, 0), dtype)
     if y is not None:
-        X = np.concatenate([X, _as_rows(y, rowvar, np.dtype(dtype))], axis=0)
+        X = np.concatenate([X, _as_rows(y, rowvar, np.dtype(dtype), is_y=True)], axis=0)
     if ddof is None:
         ddof = 1 if bias == 0 else 0
     n = shape(X)[1]
@@ -203,13 +206,20 @@ if hasattr(np, "trapz"):   # removed in NumPy 2.4
 def _bin_index(xp, x):
     """``searchsorted(xp, x, 'right')``, without derivatives (a plain array under grad/jvp;
     batched under vmap)."""
-    from ..reverse import stop_gradient
     xp, x = stop_gradient(xp), stop_gradient(x)
     if isinstance(xp, Tracer) or isinstance(x, Tracer):
         if np.searchsorted in numpy_api.FUNCTIONS:
             return np.searchsorted(xp, x, side="right")
         return np.sum(xp <= np.expand_dims(x, -1), axis=-1)
     return np.searchsorted(xp, x, side="right")
+
+
+def _gather(a, idx):
+    """``a[idx]``, also for a plain ``a`` and a traced (batched) ``idx``, which NumPy's
+    indexing of a plain array cannot hand to rune."""
+    if isinstance(idx, Tracer) and not isinstance(a, Tracer):
+        return numpy_api.FUNCTIONS["getitem"](a, idx)
+    return a[idx]
 
 
 @implements(np.interp)
@@ -248,7 +258,7 @@ def interp(x, xp, fp, left=None, right=None, period=None):
         y = np.broadcast_to(fp[0], shape(x)) + np.zeros_like(x, dtype=out_dt)
     else:
         j = np.clip(_bin_index(xp, x) - 1, 0, n - 2)
-        x0, x1, f0, f1 = xp[j], xp[j + 1], fp[j], fp[j + 1]
+        x0, x1, f0, f1 = _gather(xp, j), _gather(xp, j + 1), _gather(fp, j), _gather(fp, j + 1)
         with np.errstate(divide="ignore", invalid="ignore"):
             y = f0 + (f1 - f0) / (x1 - x0) * (x - x0)
         y = np.where(x == x1, f1, y)

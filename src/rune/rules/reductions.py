@@ -1,9 +1,18 @@
-"""Reductions: sum, max/min (gradient split evenly at ties), mean, var, std, ...
+"""Reductions: sum, max/min (gradient split evenly at ties), prod, cumsum, cumprod, ...
 
 ``sum``, ``max``/``min``, ``prod``, ``cumsum`` and ``cumprod`` are primitives;
-``mean``, ``var``, ``std``, ``average``, ``ptp`` and ``logaddexp.reduce`` are
+``mean``, ``var``, ``std``, ``average``, ``ptp``, ``logaddexp.reduce``, the
+nan-functions (``np.where`` around the primitives: a NaN gets a zero
+gradient), ``median``/``quantile``/``percentile`` (a gather from ``np.sort``,
+interpolated as NumPy's ``method``) and ``diff``/``ediff1d`` (slicing) are
 compositions of primitives.  Axes are normalized to a sorted tuple before
 binding, so every rule sees ``axis`` as a tuple and ``keepdims`` as a bool.
+
+Products never divide: ``prod``'s derivative is the product of the *other*
+elements (exclusive cumulative products from both sides), and ``cumprod``'s
+JVP and VJP are linear recurrences solved by :func:`linear_scan` (log-depth
+products and sums).  Both are exact when the input holds zeros, at every
+order of differentiation, since their rules are made of exact operations.
 """
 
 from __future__ import annotations
@@ -12,6 +21,7 @@ import numpy as np
 
 from ..core import Primitive, Tracer
 from ..numpy_api import implements, FUNCTIONS, _REDUCE, _ACCUMULATE
+from ..reverse import stop_gradient
 from .elementwise import shape, ndim
 from .shape import normalize_axes, normalize_axis, to_front, reshape
 
@@ -421,7 +431,7 @@ def _accumulate(fn, name):
         if axis is None:
             raise TypeError(f"np.{name}.accumulate does not allow axis=None")
         if ndim(x) == 0:
-            raise TypeError(f"cannot accumulate on a scalar")
+            raise TypeError("cannot accumulate on a scalar")
         return fn(x, axis=axis)
     return handler
 
@@ -438,7 +448,6 @@ def logsumexp(x, axis=None, keepdims=False):
     """``log(sum(exp(x)))`` over ``axis``, computed as ``m + log(sum(exp(x - m)))`` with the
     shift ``m = max(x)`` held constant (the result does not depend on it), so no overflow
     and no tie-splitting at the maximum: the gradient is ``softmax(x)``."""
-    from ..reverse import stop_gradient
     axes = normalize_axes(axis, ndim(x))
     if all(shape(x)[ax] > 0 for ax in axes):
         m = stop_gradient(amax(x, axis=axes, keepdims=True))
