@@ -483,6 +483,10 @@ def test_table_lookup_with_batched_tokens():
         # a batched table (one per example)
         tables = np.stack([table, 2 * table, -table, table, table])
         got = rune.vmap(lambda W, t: np.take_along_axis(W, t[:, None], axis=0))(tables, tokens)
+        # a plain table: np.take_along_axis dispatches on its traced indices (table[t] and
+        # np.take(table, t) cannot: NumPy converts the index itself)
+        plain = rune.vmap(lambda t: np.take_along_axis(table, t[:, None], axis=0))(tokens)
+    np.testing.assert_array_equal(plain, table[tokens])
     want = np.zeros_like(table)
     np.add.at(want, tokens.ravel(), 2 * table[tokens.ravel()])
     np.testing.assert_allclose(g, want)
