@@ -94,6 +94,8 @@ CASES = {
     "svd_wide": (svd_parts, [((2, 4), rand)]),
     "svd_square_stack": (svd_parts, [((2, 3, 3), rand)]),
     "svdvals": (lambda a: np.linalg.svd(a, compute_uv=False), [((3, 4), rand)]),
+    "svd_hermitian": (lambda x: (lambda u, s, vh: (s, u @ vh, np.abs(u) ** 2))(
+        *np.linalg.svd((x + H(x)) / 2, hermitian=True)), [((3, 3), rand)]),
     "qr_tall": (qr_fixed, [((4, 3), rand)]),
     "qr_square_stack": (qr_fixed, [((2, 3, 3), rand)]),
     "qr_wide": (qr_fixed, [((2, 4), rand)]),
@@ -102,6 +104,8 @@ CASES = {
     "pinv_tall": (np.linalg.pinv, [((4, 3), rand)]),
     "pinv_wide": (np.linalg.pinv, [((2, 3), rand)]),
     "pinv_stack": (np.linalg.pinv, [((2, 3, 3), square)]),
+    "pinv_hermitian": (lambda x: np.linalg.pinv((x + H(x)) / 2, hermitian=True),
+                       [((3, 3), rand)]),
     "lstsq_tall": (lambda a, b: np.linalg.lstsq(a, b)[:2], [((5, 3), rand), ((5,), rand)]),
     "lstsq_tall_2d": (lambda a, b: np.linalg.lstsq(a, b)[:2], [((4, 2), rand), ((4, 2), rand)]),
     "lstsq_wide": (lambda a, b: (np.linalg.lstsq(a, b)[0], np.linalg.lstsq(a, b)[3]),
