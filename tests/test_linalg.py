@@ -181,6 +181,22 @@ def test_check_grads_complex64(case):
                      atol=5e-3)
 
 
+@pytest.mark.parametrize("case", ["inv", "solve_matrix", "slogdet", "cholesky", "eigh", "eig",
+                                  "svd_tall", "svd_wide", "qr_wide", "pinv_tall", "lstsq_tall"])
+def test_inputs_are_read_only_safe(case):
+    f = CASES[case][0]
+    args = make_args(case)
+    for a in args:
+        a.setflags(write=False)
+    copies = [a.copy() for a in args]
+    loss = lambda *a: sum(np.sum(np.real(o)) for o in rune.tree.leaves(f(*a)))
+    rune.grad(loss, argnums=tuple(range(len(args))))(*args)
+    rune.jvp(f, tuple(args), tuple(np.ones_like(a) for a in args))
+    rune.hessian(loss)(*args)
+    for a, c in zip(args, copies):
+        np.testing.assert_array_equal(a, c)
+
+
 def test_values_match_numpy_under_transformations():
     a = square((3, 3))
     out, _ = rune.vjp(lambda a: np.linalg.svd(a), a)

@@ -729,7 +729,7 @@ def _vector_norm(x, ord, axis, keepdims):
 
 
 def _matrix_norm(x, ord, row, col, keepdims):
-    nd = ndim(x)
+    """A matrix norm over the axes ``row`` and ``col`` (as ``np.linalg.norm``)."""
     if ord in (2, -2, "nuc"):
         s = _svdvals(np.moveaxis(x, (row, col), (-2, -1)))
         r = np.max(s, -1) if ord == 2 else np.min(s, -1) if ord == -2 else np.sum(s, -1)
@@ -749,7 +749,6 @@ def _matrix_norm(x, ord, row, col, keepdims):
         s = list(shape(x))
         s[row] = s[col] = 1
         r = np.reshape(r, tuple(s))
-    del nd
     return r
 
 
