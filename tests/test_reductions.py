@@ -472,3 +472,19 @@ def test_nesting(name):
     hs = rune.vmap(rune.hessian(f))(xs)
     np.testing.assert_allclose(hs, np.stack([rune.hessian(f)(x) for x in xs]),
                                rtol=1e-10, atol=1e-12)
+
+
+def test_float32_stays_float32():
+    x = _x((3, 4)).astype(np.float32)
+    x[1, 2] = np.nan
+    fs = [lambda x: np.nanmean(x), lambda x: np.nanvar(x, axis=0), lambda x: np.nanstd(x),
+          lambda x: np.nanmedian(x, axis=1), lambda x: np.nanpercentile(x, 30),
+          lambda x: np.prod(np.nan_to_num(x)), lambda x: np.cumprod(np.nan_to_num(x)),
+          lambda x: np.median(np.nan_to_num(x)), lambda x: np.quantile(np.nan_to_num(x), 0.3),
+          lambda x: np.logaddexp.reduce(np.nan_to_num(x), axis=1)]
+    for f in fs:
+        want = f(x)
+        got = rune.jvp(f, (x,), (np.ones_like(x),))[0]
+        assert np.asarray(got).dtype == np.asarray(want).dtype == np.float32
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+        assert rune.grad(lambda x: np.sum(f(x)))(x).dtype == np.float32

@@ -548,8 +548,11 @@ def nancumprod(a, axis=None, dtype=None, out=None):
     return cumprod(_nan_filled(a, 1), axis=axis, dtype=dtype)
 
 
-def _nan_count(a, axis, keepdims):
-    return sum_(~np.isnan(a), axis=axis, keepdims=keepdims)
+def _nan_count(a, axis, keepdims, as_float=False):
+    """The number of non-NaN values; ``as_float``: in ``a``'s real dtype, so that dividing
+    by it keeps float32 float32 (an integer array would promote it to float64)."""
+    cnt = sum_(~np.isnan(a), axis=axis, keepdims=keepdims)
+    return cnt.astype(np.real(np.zeros((), a.dtype)).dtype) if as_float else cnt
 
 
 @implements(np.nanmean)
@@ -559,7 +562,7 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=np._NoValue, *, where=n
         return mean(a, axis=axis, dtype=dtype, keepdims=keepdims)
     tot = nansum(a, axis=axis, dtype=dtype, keepdims=keepdims)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return tot / _nan_count(a, axis, keepdims)
+        return tot / _nan_count(a, axis, keepdims, as_float=True)
 
 
 def _nan_extremum(fn, name, fill):
@@ -588,7 +591,7 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=np._NoValue, *,
         return var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
     axes = normalize_axes(axis, ndim(a))
     mask = np.isnan(a)
-    cnt = _nan_count(a, axes, True)
+    cnt = _nan_count(a, axes, True, as_float=True)
     with np.errstate(invalid="ignore", divide="ignore"):
         avg = sum_(np.where(mask, 0, a), axis=axes, dtype=dtype, keepdims=True) / cnt
         d = np.where(mask, 0, a - avg)
@@ -654,7 +657,7 @@ def _virtual_index(method, n, q):
     return n * q + (alpha + q * (1 - alpha - beta)) - 1
 
 
-def _quantile(a, q, axis, method, keepdims, name, weights=None, nan=False):
+def _quantile(a, q, axis, method, keepdims, name, weights=None, nan=False, weak=None):
     if weights is not None:
         raise NotImplementedError(f"np.{name}(..., weights=...) is not supported on traced "
                                   f"values")
@@ -662,6 +665,8 @@ def _quantile(a, q, axis, method, keepdims, name, weights=None, nan=False):
         raise NotImplementedError(
             f"np.{name}(method={method!r}) is not supported on traced values; use one of "
             f"{sorted(_QUANTILE_METHODS)}")
+    if weak is None:      # a Python scalar q keeps a float32 input float32, as in NumPy
+        weak = type(q) in (int, float)
     a = a if isinstance(a, Tracer) else np.asanyarray(a)
     q = q if isinstance(q, Tracer) else np.asanyarray(q)
     if not isinstance(q, Tracer) and not np.all((q >= 0) & (q <= 1)):
@@ -712,6 +717,8 @@ def _quantile(a, q, axis, method, keepdims, name, weights=None, nan=False):
         gamma = fit(vi - lo_f)
         if method == "averaged_inverted_cdf":
             gamma = np.where(gamma == 0, 0.5, 1.0)
+        if weak and a.dtype.kind == "f" and gamma.dtype != a.dtype:
+            gamma = gamma.astype(a.dtype)
         r = _lerp(gather(lo), gather(hi), gamma)
     if not nan and _inexact(a):
         r = np.where(np.isnan(s[..., -1]), np.nan, r)
@@ -733,9 +740,10 @@ def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
 def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
                keepdims=False, *, weights=None, interpolation=None):
     _refuse("percentile", out)
+    weak = type(q) in (int, float)
     q = q if isinstance(q, Tracer) else np.asanyarray(q)
     return _quantile(a, q / 100, axis, interpolation or method, keepdims, "percentile",
-                     weights)
+                     weights, weak=weak)
 
 
 @implements(np.median)
@@ -756,9 +764,10 @@ def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear
 def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
                   keepdims=np._NoValue, *, weights=None, interpolation=None):
     _refuse("nanpercentile", out)
+    weak = type(q) in (int, float)
     q = q if isinstance(q, Tracer) else np.asanyarray(q)
     return _quantile(a, q / 100, axis, interpolation or method, _keep(keepdims),
-                     "nanpercentile", weights, nan=True)
+                     "nanpercentile", weights, nan=True, weak=weak)
 
 
 @implements(np.nanmedian)
