@@ -372,3 +372,29 @@ def test_escaped_tracer_is_refused():
     rune.grad(lambda x: kept.append(x) or np.sum(x))(X)
     with pytest.raises(RuntimeError, match="escaped"):
         ck_block(W, kept[0])
+
+
+def test_partial_and_bound_methods():
+    from functools import partial
+
+    def loss_partial(w, x, ckpt):
+        return np.sum(ckpt(partial(block, w))(x) ** 2)
+
+    assert_same(rune.grad(loss_partial, (0, 1))(W, X, rune.checkpoint),
+                rune.grad(loss_partial, (0, 1))(W, X, lambda f: f))
+
+    class Layer:
+        def __init__(self, w):
+            self.w = w
+
+        def __call__(self, x):
+            return block(self.w, x)
+
+        def apply(self, w, x):
+            return block(w, x)
+
+    layer = Layer(W)
+    g = rune.grad(lambda x: np.sum(rune.checkpoint(layer.apply)(W, x)))(X)
+    assert_same(g, rune.grad(lambda x: np.sum(block(W, x)))(X))
+    g = rune.grad(lambda w: np.sum(rune.checkpoint(layer.apply)(w, X)))(W)
+    assert_same(g, rune.grad(lambda w: np.sum(block(w, X)))(W))

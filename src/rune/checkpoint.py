@@ -138,12 +138,14 @@ def checkpoint(fun):
     ... def block(x):
     ...     return np.tanh(np.tanh(x))
     >>> rune.grad(lambda x: np.sum(block(block(x))))(np.array([0.5]))
-    array([0.52602148])
+    array([0.45445261])
     """
     name = getattr(fun, "__name__", None) or type(fun).__name__
 
     @functools.wraps(fun)
     def checkpointed(*args, **kwargs):
+        if not core._active_count:          # no transformation anywhere: just call it
+            return fun(*args, **kwargs)
         leaves, in_tree = tree_util.flatten((args, kwargs))
         conv = _closure_inputs(fun)
         if conv is None:
@@ -177,13 +179,30 @@ remat = checkpoint
 
 
 def _closure_inputs(fun):
-    """Traced values in ``fun``'s closure cells, and how to rebuild ``fun`` with others.
+    """Traced values ``fun`` holds (closure cells, ``functools.partial`` arguments), and how
+    to rebuild ``fun`` with others in their place.
 
-    Returns None when no cell holds a traced value (in a tree); otherwise
-    ``(values, make)`` where ``make(new_values)`` is ``fun`` with those values
-    replaced.
+    Returns None when there are none; otherwise ``(values, make)`` where
+    ``make(new_values)`` is ``fun`` with those values replaced.  The rebuilt
+    function sees copies of the containers (lists, dicts) that held them.
     """
-    cells = getattr(fun, "__closure__", None)
+    if isinstance(fun, functools.partial):
+        lv, td = tree_util.flatten((fun.args, fun.keywords))
+        pos = [j for j, x in enumerate(lv) if isinstance(x, Tracer)]
+        if not pos:
+            return None
+
+        def make_partial(new_values):
+            leaves = list(lv)
+            for j, v in zip(pos, new_values):
+                leaves[j] = v
+            args, keywords = tree_util.unflatten(td, leaves)
+            return functools.partial(fun.func, *args, **keywords)
+
+        return [lv[j] for j in pos], make_partial
+    if not isinstance(fun, types.FunctionType):
+        return None
+    cells = fun.__closure__
     if not cells:
         return None
     found = []

@@ -29,7 +29,7 @@ import inspect
 
 import numpy as np
 
-from . import tree as tree_util
+from . import core, tree as tree_util
 from .batching import BatchTrace, BatchTracer, vmap
 from .core import Tracer, new_trace
 from .forward import ForwardTrace, ForwardTracer, _fit_tangent
@@ -415,6 +415,8 @@ class custom_vjp:
         if self.fwd is None:
             raise TypeError(f"the custom_vjp function {name} has no rule: call "
                             f"{name}.defvjp(fwd, bwd) first")
+        if not core._active_count:          # no transformation anywhere: just call it
+            return self.fun(*args, **kwargs)
         args = _resolve_kwargs(self.fun, args, kwargs, "custom_vjp")
         static, diff, rebuild = _split(args, self.nondiff_argnums, name)
         leaves, in_tree = tree_util.flatten(tuple(diff))
@@ -620,6 +622,8 @@ class custom_jvp:
         if self.jvp is None:
             raise TypeError(f"the custom_jvp function {name} has no rule: call "
                             f"{name}.defjvp(rule) first")
+        if not core._active_count:
+            return self.fun(*args, **kwargs)
         args = _resolve_kwargs(self.fun, args, kwargs, "custom_jvp")
         static, diff, rebuild = _split(args, self.nondiff_argnums, name)
         leaves, in_tree = tree_util.flatten(tuple(diff))
