@@ -113,7 +113,7 @@ def _index_add_impl(x, v, *arrays, template):
     out = np.array(x, copy=True)
     idx = build_index(template, arrays)
     if arrays:
-        np.add.at(out, idx, v)
+        np.add.at(out, idx, v)      # repeated indices accumulate
     else:
         out[idx] += v
     return out
@@ -199,7 +199,11 @@ def _may_repeat(xshape, arrays, template):
             dims.append(xshape[d])
         d += 1
     lin = np.ravel_multi_index(tuple(np.broadcast_arrays(*entries)), tuple(dims)).ravel()
-    return lin.size > 1 and np.unique(lin).size < lin.size
+    if lin.size < 2:
+        return False
+    seen = np.zeros(int(np.prod(dims, dtype=np.int64)), np.bool_)
+    seen[lin] = True        # O(size), much faster than np.unique's sort
+    return int(np.count_nonzero(seen)) < lin.size
 
 
 # --------------------------------------------------------------------------
@@ -606,6 +610,36 @@ def _sort_kind(kind, stable):
     return kind
 
 
+def _permute_batch(args, bdims, axis):
+    size = batch_size(args, bdims)
+    x, perm = (broadcast_batch(a, b, size) for a, b in zip(args, bdims))
+    return permute_p(x, perm, axis=axis + 1), 0
+
+
+def _inverse_impl(perm, axis):
+    inv = np.empty_like(perm)
+    n = perm.shape[axis]
+    ar = np.arange(n).reshape((n,) + (1,) * (perm.ndim - axis - 1))
+    np.put_along_axis(inv, perm, np.broadcast_to(ar, perm.shape), axis=axis)
+    return inv
+
+
+inverse_perm_p = Primitive(
+    "inverse_permutation", _inverse_impl, nondiff=True,
+    batch=lambda args, bdims, axis: (inverse_perm_p(to_front(args[0], bdims[0]),
+                                                    axis=axis + 1), 0))
+
+# ``x`` reordered along ``axis`` by a permutation (``np.take_along_axis(x, perm, axis)``,
+# ``perm`` a permutation of each lane): the VJP is the inverse permutation, a gather
+# again, with no scatter-add.
+permute_p = Primitive(
+    "permute", lambda x, perm, axis: np.take_along_axis(x, perm, axis=axis),
+    jvp=(lambda t, out, x, perm, axis: permute_p(t, perm, axis=axis), None),
+    vjp=(lambda ct, out, x, perm, axis: permute_p(ct, inverse_perm_p(perm, axis=axis),
+                                                  axis=axis), None),
+    batch=_permute_batch)
+
+
 @implements(np.argsort)
 def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
     if order is not None:
@@ -627,8 +661,7 @@ def sort(a, axis=-1, kind=None, order=None, *, stable=None):
     if ndim(a) == 0:
         raise np.exceptions.AxisError("axis -1 is out of bounds for array of dimension 0")
     axis = normalize_axis(axis, ndim(a))
-    perm = argsort_p(a, axis=axis, kind=_sort_kind(kind, stable))
-    return take_along_axis(a, perm, axis=axis)
+    return permute_p(a, argsort_p(a, axis=axis, kind=_sort_kind(kind, stable)), axis=axis)
 
 
 def _argpartition_batch(args, bdims, kth, axis):
@@ -667,7 +700,7 @@ def partition(a, kth, axis=-1, kind="introselect", order=None):
         a = np.ravel(a)
         axis = 0
     axis = normalize_axis(axis, ndim(a))
-    return take_along_axis(a, argpartition_p(a, kth=_kth(kth), axis=axis), axis=axis)
+    return permute_p(a, argpartition_p(a, kth=_kth(kth), axis=axis), axis=axis)
 
 
 def _lexsort_batch(args, bdims, axis):
