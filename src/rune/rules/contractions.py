@@ -81,8 +81,28 @@ def _matmul_batch(args, bdims):
     return out, 0
 
 
+def _matmul_impl(x, y):
+    """``np.matmul``, but a stack of matrices against one matrix is a single GEMM.
+
+    NumPy multiplies a stack ``(..., n, k) @ (k, m)`` one matrix at a time (a
+    matrix-vector product each when ``n == 1``, which is what vmap of a
+    vector-matrix product produces); folding the stack into the rows is one
+    BLAS call.
+    """
+    xn, yn = x.ndim, y.ndim
+    if yn == 2 and xn > 2:
+        s = x.shape
+        return np.matmul(x.reshape(-1, s[-1]), y).reshape(s[:-1] + (y.shape[1],))
+    if xn == 2 and yn > 2:
+        s = y.shape
+        yt = np.swapaxes(y, -1, -2)
+        out = np.matmul(yt.reshape(-1, s[-2]), x.T).reshape(s[:-2] + (s[-1], x.shape[0]))
+        return np.swapaxes(out, -1, -2)
+    return np.matmul(x, y)
+
+
 matmul_p = Primitive(
-    "matmul", np.matmul,
+    "matmul", _matmul_impl,
     jvp=(lambda t, out, x, y: matmul_p(t, y), lambda t, out, x, y: matmul_p(x, t)),
     vjp=(_matmul_vjp_x, _matmul_vjp_y),
     batch=_matmul_batch)
