@@ -454,7 +454,8 @@ def logsumexp(x, axis=None, keepdims=False):
         m = np.where(np.isfinite(m), m, 0)
     else:
         m = 0.0
-    r = np.log(sum_(np.exp(x - m), axis=axes, keepdims=True)) + m
+    with np.errstate(divide="ignore"):     # log(0) = -inf: all inputs -inf, or none
+        r = np.log(sum_(np.exp(x - m), axis=axes, keepdims=True)) + m
     return r if keepdims else np.reshape(r, tuple(d for i, d in enumerate(shape(r))
                                                   if i not in axes))
 
