@@ -198,6 +198,8 @@ def _may_repeat(xshape, arrays, template):
             entries.append(np.asarray(next(it) if t is _ARRAY else t) % max(xshape[d], 1))
             dims.append(xshape[d])
         d += 1
+    if 0 in dims:
+        return False
     lin = np.ravel_multi_index(tuple(np.broadcast_arrays(*entries)), tuple(dims)).ravel()
     if lin.size < 2:
         return False
