@@ -470,3 +470,21 @@ def test_custom_jvp_batched_branch_in_the_function():
         warnings.simplefilter("ignore", rune.PerformanceWarning)
         close(rune.vmap(relu)(X), np.maximum(X, 0))
         close(rune.grad(lambda x: np.sum(rune.vmap(relu)(x)))(X), np.where(X > 0, 2.0, 0.0))
+
+
+def test_custom_jvp_scalar_tangent_broadcasts_under_vmap():
+    @rune.custom_jvp
+    def const_plus(x, c):
+        return x * 0.0 + c
+
+    @const_plus.defjvp
+    def const_plus_jvp(p, t):
+        return const_plus(*p), 2.0 * np.sum(t[1])       # a scalar tangent for a vector output
+
+    close(rune.jvp(lambda c: const_plus(X, c), (1.0,), (1.0,))[1], np.full(3, 2.0))
+    close(rune.vmap(lambda c: rune.jvp(lambda c: const_plus(X, c), (c,), (1.0,))[1])(Y),
+          np.full((3, 3), 2.0))
+    close(rune.jvp(rune.vmap(lambda c: const_plus(X, c)), (Y,), (np.ones(3),))[1],
+          np.full((3, 3), 2.0))
+    close(rune.grad(lambda c: np.sum(rune.vmap(lambda c: const_plus(X, c))(c)))(Y),
+          np.full(3, 6.0))

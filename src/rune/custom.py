@@ -655,14 +655,18 @@ class custom_jvp:
                     f"structure does not match the output: "
                     f"{tree_util._mismatch(t_tree, out_tree, 'out')}")
             paths = None
+            fitted = []
             for k, (o, tl) in enumerate(zip(out_leaves, t_leaves_out)):
                 os_, ts = _shape(o), _shape(tl)
-                if ts != os_ and _broadcast_shape(ts, os_) != os_:
-                    paths = paths or tree_util.leaf_paths(out_tree, "out")
-                    raise ValueError(
-                        f"the JVP rule of the custom_jvp function {name} returned a tangent of "
-                        f"shape {ts} for {paths[k]}, which has shape {os_}")
-            return tuple(out_leaves), tuple(t_leaves_out)
+                if ts != os_:
+                    if _broadcast_shape(ts, os_) != os_:
+                        paths = paths or tree_util.leaf_paths(out_tree, "out")
+                        raise ValueError(
+                            f"the JVP rule of the custom_jvp function {name} returned a "
+                            f"tangent of shape {ts} for {paths[k]}, which has shape {os_}")
+                    tl = np.broadcast_to(tl, os_)     # before any batching adds an axis
+                fitted.append(tl)
+            return tuple(out_leaves), tuple(fitted)
 
         flat_fun.__name__ = flat_rule.__name__ = name
         outs = bind_call(JvpCall(flat_fun, flat_rule, name), leaves)
