@@ -18,12 +18,16 @@ test: $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e ".[test]"
 	$(BIN)/python -m pytest
 
+# The peers are installed one by one, each allowed to fail: run.py skips a missing one
+# with a note. torch stays pinned to the CPU wheel (a bare `torch` pulls GBs of CUDA).
+# Options for run.py go in BENCH_ARGS, e.g. `make bench BENCH_ARGS="--only W1,W3"`.
 bench: $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e ".[test]"
+	$(BIN)/python -m pip install --quiet -e .
+	-$(BIN)/python -m pip install --quiet threadpoolctl
 	-$(BIN)/python -m pip install --quiet autograd
 	-$(BIN)/python -m pip install --quiet torch==2.13.0
 	-$(BIN)/python -m pip install --quiet jax jaxlib
-	$(BIN)/python benchmarks/run.py
+	$(BIN)/python benchmarks/run.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info
