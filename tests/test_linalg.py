@@ -361,9 +361,23 @@ def test_cholesky_and_eigh_gradients_are_hermitian():
         np.testing.assert_allclose(g, H(g), atol=1e-12)
 
 
-def test_det_of_singular_matrix_raises():
+def test_det_at_exactly_singular_matrices():
+    # the gradient of det is the cofactor matrix, also where inv/solve raise
+    s = np.array([[1.0, 2.0], [2.0, 4.0]])
+    np.testing.assert_allclose(rune.grad(np.linalg.det)(s), [[4, -2], [-2, 1]], atol=1e-12)
+    want = np.zeros((2, 2, 2, 2))
+    want[0, 0, 1, 1] = want[1, 1, 0, 0] = 1
+    want[0, 1, 1, 0] = want[1, 0, 0, 1] = -1
+    np.testing.assert_allclose(rune.hessian(np.linalg.det)(s), want, atol=1e-12)
+    s3 = np.array([[1.0, 2, 3], [2, 4, 6], [0, 1, 5]])
     with pytest.raises(np.linalg.LinAlgError):
-        rune.grad(np.linalg.det)(np.array([[1.0, 2.0], [2.0, 4.0]]))
+        np.linalg.inv(s3)
+    rune.check_grads(np.linalg.det, s3, order=2)
+    rune.check_grads(np.linalg.det, s3 * (1 + 1j), order=2)
+    rune.check_grads(np.linalg.det, np.outer([1.0, 2j], [3.0, 1.0]), order=2)
+    rune.check_grads(np.linalg.det, np.zeros((3, 3)), order=1)    # rank n-2: first order
+    g = rune.vmap(rune.grad(np.linalg.det))(np.stack([s, np.eye(2)]))
+    np.testing.assert_allclose(g, [[[4, -2], [-2, 1]], np.eye(2)], atol=1e-12)
 
 
 def test_matrix_rank_under_transformations():

@@ -39,9 +39,11 @@ Where the derivative is undefined or unstable (see ``docs/linalg.md``):
   (``eigh``) or purely imaginary diagonal chosen as in JAX (``svd``,
   ``eig``); only gauge-invariant functions of them have a meaningful
   derivative.  ``qr`` follows LAPACK's gauge (a real diagonal of ``R``).
-* Singular or rank-deficient inputs: ``inv``, ``solve``, ``det``,
-  ``slogdet`` need an invertible matrix (``det``'s derivative at an exactly
-  singular matrix raises ``LinAlgError``); ``qr`` needs full column rank;
+* Singular or rank-deficient inputs: ``inv``, ``solve``, ``slogdet`` need an
+  invertible matrix; ``det``'s derivative at an exactly singular matrix (where
+  ``solve`` raises) goes through the adjugate from the SVD instead (second
+  derivatives there: right at rank ``n-1`` only);
+  ``qr`` needs full column rank;
   ``svd`` of a non-square matrix divides by the singular values (a zero one
   gives 0 in its place); ``pinv``/``lstsq`` give the derivative along
   perturbations that keep the rank (Golub & Pereyra).
@@ -210,11 +212,38 @@ def solve(a, b):
 # (complex; a real sign is locally constant).  Transposed: the cotangent of
 # c is ct_logabsdet + i Im(ct_sign * sign), and grad_A = that * A^{-T}.
 
-det_p = Primitive(
-    "det", np.linalg.det,
-    jvp=(lambda t, out, a: out * _trace(solve_p(a, t)),),
-    vjp=(lambda ct, out, a: _expand2(ct * out) * _T(inv_p(a)),),
-    batch=_batch_stacked(lambda: det_p, (2,)))
+# At an exactly singular A (solve/inv raise), the same derivative through the adjugate,
+# d det = tr(adj(A) dA), with adj(A) = det(U) det(Vh) V diag(prod_{j != i} s_j) U^H from the
+# SVD A = U diag(s) Vh (adj(XY) = adj(Y) adj(X), adj(U) = det(U) U^H for a unitary U).
+# s is taken as diag(U^H A V): the same values, but this form is invariant to the phases of
+# U's and V's columns separately, so it can use the SVD without its phase derivative (which
+# is not defined at a zero singular value, and huge at a roundoff-sized one).
+
+def _adjugate(a):
+    u, _, vh = svd_gauge_free_p(a)
+    s = _diag(_H(u) @ a @ _H(vh))
+    eye = _eye(shape(s)[-1], s)
+    others = np.prod(np.expand_dims(s, -2) * (1 - eye) + eye, axis=-1)
+    scale = det_p(u) * det_p(vh)
+    return _expand2(scale) * ((_H(vh) * np.expand_dims(others, -2)) @ _H(u))
+
+
+def _det_jvp(t, out, a):
+    try:
+        return out * _trace(solve_p(a, t))
+    except np.linalg.LinAlgError:
+        return _trace(_adjugate(a) @ t)
+
+
+def _det_vjp(ct, out, a):
+    try:
+        return _expand2(ct * out) * _T(inv_p(a))
+    except np.linalg.LinAlgError:
+        return _expand2(ct) * _T(_adjugate(a))
+
+
+det_p = Primitive("det", np.linalg.det, jvp=(_det_jvp,), vjp=(_det_vjp,),
+                  batch=_batch_stacked(lambda: det_p, (2,)))
 
 
 def _slogdet_jvp(t, out, a):
@@ -389,7 +418,7 @@ def eigvals(a):
 #   grad_A = conj(U) gP conj(Vh)  [+ (G - conj(U) U^T G) conj(Vh), G = gU S^{-1}, if m > n]
 #                                 [+ conj(U) (G - G Vh^T conj(Vh)), G = S^{-1} gVh, if n > m]
 
-def _svd_jvp(t, out, a, hermitian):
+def _svd_jvp(t, out, a, hermitian, phase=True):
     u, s, vh = out
     v = _H(vh)
     p = _H(u) @ t @ v
@@ -401,7 +430,7 @@ def _svd_jvp(t, out, a, hermitian):
     ps = p * s_row
     sp = s_col * p
     du_core = f * (ps + _H(ps))
-    if _is_complex(p):
+    if phase and _is_complex(p):
         du_core = du_core + _diag_embed(1j * np.imag(_diag(p)) * s_inv)
     du = u @ du_core
     dv = v @ (f * (sp + _H(sp)))
@@ -415,7 +444,7 @@ def _svd_jvp(t, out, a, hermitian):
     return du, ds, _H(dv)
 
 
-def _svd_vjp(ct, out, a, hermitian):
+def _svd_vjp(ct, out, a, hermitian, phase=True):
     g_u, g_s, g_vh = ct
     u, s, vh = out
     s_row = np.expand_dims(s, -2)
@@ -426,7 +455,7 @@ def _svd_vjp(ct, out, a, hermitian):
     g_x = f * gu_k
     g_y = f * (np.conj(vh) @ _H(g_vh))  # V^T gV with V^T = conj(Vh), gV = gVh^H
     g_p = _diag_embed(g_s) + (g_x + _H(g_x)) * s_row + s_col * (g_y + _H(g_y))
-    if _is_complex(u):
+    if phase and _is_complex(u):
         g_p = g_p + _diag_embed(1j * np.imag(_diag(gu_k)) * s_inv)
     ga = np.conj(u) @ g_p @ np.conj(vh)
     m, n = shape(a)[-2:]
@@ -457,6 +486,16 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
             "differentiable (the extra singular vectors are not unique); use "
             "full_matrices=False")
     return SVDResult(*svd_p(a, hermitian=bool(hermitian)))
+
+
+# The SVD with the phase term left out of its derivative (complex U and V then move off
+# the real-diagonal gauge): only for functions invariant to the phases of U's and V's
+# columns separately, such as the adjugate below, where that term is 1/s at s ~ 0.
+svd_gauge_free_p = Primitive(
+    "svd", lambda a: tuple(np.linalg.svd(a, full_matrices=False)),
+    jvp=(lambda t, out, a: _svd_jvp(t, out, a, False, phase=False),),
+    vjp=(lambda ct, out, a: _svd_vjp(ct, out, a, False, phase=False),),
+    multiple_results=True, batch=_batch_stacked(lambda: svd_gauge_free_p, (2,)))
 
 
 if hasattr(np.linalg, "svdvals"):
