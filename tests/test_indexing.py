@@ -397,9 +397,20 @@ def test_update_batching_every_axis(name, tmpl, op):
                            v, in_axes=axes + (vax,))
 
 
+PRIMS = {"gather": indexing.gather_p, "index_set": indexing.index_set_p,
+         "index_add": indexing.index_add_p}
+RULE_TEMPLATES = [
+    (indexing._ARRAY, slice(None)),
+    (slice(None), indexing._ARRAY),
+    (indexing._ARRAY, slice(1, None), indexing._ARRAY),
+    (Ellipsis, None, indexing._ARRAY),
+    (1, slice(None, None, -1), indexing._ARRAY),
+]
+
+
 @pytest.mark.parametrize("prim", ["index_set", "index_add"])
 def test_update_rules_with_unbatched_target_and_batched_index(prim):
-    p = {"index_set": indexing.index_set_p, "index_add": indexing.index_add_p}[prim]
+    p = PRIMS[prim]
     x = RNG.standard_normal((4, 5))
     vb = RNG.standard_normal((3, 2, 5))
     ib = RNG.integers(0, 4, (3, 2))
@@ -409,10 +420,27 @@ def test_update_rules_with_unbatched_target_and_batched_index(prim):
         return p(x, v, i, template=tmpl)
 
     for axes in [(0, 0), (None, 0), (0, None), (2, 1), (1, None)]:
-        check_vmap(f, vb if axes[0] in (0, None) else np.moveaxis(vb, 0, axes[0]),
-                   ib if axes[1] in (0, None) else np.moveaxis(ib, 0, axes[1]),
-                   in_axes=axes) if axes[0] is not None else check_vmap(
-                       f, vb[0], ib, in_axes=axes)
+        check_vmap(f, vb[0] if axes[0] is None else np.moveaxis(vb, 0, axes[0]),
+                   ib[0] if axes[1] is None else np.moveaxis(ib, 0, axes[1]), in_axes=axes)
+
+
+@pytest.mark.parametrize("tmpl", RULE_TEMPLATES, ids=str)
+@pytest.mark.parametrize("prim", ["gather", "index_set", "index_add"])
+def test_rules_batch_axis_first_last_middle(prim, tmpl):
+    """The three primitives called directly, every argument batched with its batch axis
+    first, last and in the middle, and under vmap(vmap)."""
+    x = RNG.standard_normal((4, 5, 6))
+    k = sum(t is indexing._ARRAY for t in tmpl)
+    idx = [np.array([[3, 0], [1, 3]]) % (4 if j == 0 and tmpl[0] is indexing._ARRAY else 5)
+           for j in range(k)]
+    p = PRIMS[prim]
+    if prim == "gather":
+        check_all_axes(lambda x, *i: p(x, *i, template=tmpl), x, *idx)
+        return
+    region = indexing.gather_p(x, *idx, template=tmpl).shape
+    v = RNG.standard_normal(region)
+    check_all_axes(lambda x, v, *i: p(x, v, *i, template=tmpl), x, v, *idx)
+    check_all_axes(lambda x, v, *i: p(x, v[..., :1], *i, template=tmpl), x, v, *idx)
 
 
 def test_gather_rules_nested_vmap_with_batched_indices():
