@@ -135,11 +135,6 @@ def _gap_recip(w):
     return _safe_recip(np.expand_dims(w, -2) - np.expand_dims(w, -1))
 
 
-def _solve(a, b):
-    """``a^{-1} b`` for a matrix (stack) ``b``."""
-    return solve_p(a, b)
-
-
 def _rsolve(b, a):
     """``b a^{-1}``."""
     return _T(solve_p(_T(a), _T(b)))
