@@ -95,6 +95,10 @@ CASES = [
     ("sort_method_in_place", lambda x: _sorted_copy(x, 0), (A,)),
     ("argsort_times", lambda x: x * np.argsort(x, axis=0), (A,)),
     ("searchsorted_times", lambda x: x[0] * np.searchsorted(np.sort(x[1]), x[0]), (A,)),
+    ("searchsorted_plain_sorted", lambda x: x * np.searchsorted(
+        np.array([-0.5, 0.0, 0.5]), x, side="right"), (A,)),
+    ("searchsorted_sorter", lambda x: x[0] * np.searchsorted(
+        x[1], x[0], sorter=np.argsort(x[1])), (A,)),
     ("select", lambda x: np.select([x > 0.5, x < -0.5], [x ** 2, np.sin(x)], default=x), (A,)),
     ("select_scalar_default", lambda x: np.select([x > 0], [x * 3]), (A,)),
     ("choose", lambda x: np.choose(np.array([0, 1, 2, 0, 1, 2]), [x[0], x[1], x[2]]), (A,)),
@@ -185,7 +189,7 @@ def test_check_grads(name, f, args):
 
 
 # searchsorted with a batched sorted array loops (a different array per example).
-LOOPING = {"searchsorted_times"}
+LOOPING = {"searchsorted_times", "searchsorted_sorter"}
 
 
 @pytest.mark.parametrize("name,f,args", CASES, ids=IDS)
