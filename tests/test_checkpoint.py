@@ -398,3 +398,29 @@ def test_partial_and_bound_methods():
     assert_same(g, rune.grad(lambda x: np.sum(block(W, x)))(X))
     g = rune.grad(lambda w: np.sum(rune.checkpoint(layer.apply)(w, X)))(W)
     assert_same(g, rune.grad(lambda w: np.sum(block(w, X)))(W))
+
+
+def test_vjp_of_several_outputs_with_user_cotangents():
+    def f(w, x):
+        h = np.tanh(w @ x)
+        return h, np.sum(h * x), w * 2.0
+
+    cf = rune.checkpoint(f)
+    out_p, pb_p = rune.vjp(f, W, X)
+    out_c, pb_c = rune.vjp(cf, W, X)
+    assert_same(out_c, out_p)
+    cts = (np.arange(4.0), 1.5, np.ones((4, 4)))
+    assert_same(pb_c(cts), pb_p(cts))
+    zero_ct = (np.zeros(4), 0.0, np.zeros((4, 4)))
+    assert_same(pb_c(zero_ct), pb_p(zero_ct))
+    # jacrev: the pullback under vmap
+    close(rune.jacrev(lambda x: cf(W, x)[0])(X), rune.jacrev(lambda x: f(W, x)[0])(X))
+
+
+def test_strict_vmap_names_the_function():
+    @rune.checkpoint
+    def branchy(x):
+        return x if np.sum(x) > 0 else -x
+
+    with pytest.raises(rune.BatchedControlFlowError, match="branchy"):
+        rune.vmap(branchy, strict=True)(XS)

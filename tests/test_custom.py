@@ -488,3 +488,22 @@ def test_custom_jvp_scalar_tangent_broadcasts_under_vmap():
           np.full((3, 3), 2.0))
     close(rune.grad(lambda c: np.sum(rune.vmap(lambda c: const_plus(X, c))(c)))(Y),
           np.full(3, 6.0))
+
+
+def test_custom_vjp_with_a_true_rule_passes_check_grads():
+    @rune.custom_vjp
+    def norm(x):
+        return np.sqrt(np.sum(x ** 2))
+
+    def fwd(x):
+        n = np.sqrt(np.sum(x ** 2))
+        return n, (x, n)
+
+    def bwd(res, g):
+        x, n = res
+        return (g * x / n,)
+
+    norm.defvjp(fwd, bwd)
+    rune.check_grads(norm, X, order=2, modes=("rev",))
+    rune.check_grads(lambda xs: np.sum(rune.vmap(norm)(xs) ** 2), XS, order=2, modes=("rev",))
+    rune.check_grads(lambda x: rune.checkpoint(norm)(x) * 2.0, X, order=2, modes=("rev",))
