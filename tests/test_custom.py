@@ -507,3 +507,28 @@ def test_custom_vjp_with_a_true_rule_passes_check_grads():
     rune.check_grads(norm, X, order=2, modes=("rev",))
     rune.check_grads(lambda xs: np.sum(rune.vmap(norm)(xs) ** 2), XS, order=2, modes=("rev",))
     rune.check_grads(lambda x: rune.checkpoint(norm)(x) * 2.0, X, order=2, modes=("rev",))
+
+
+def test_non_numeric_arguments():
+    @rune.custom_jvp
+    def act(x, kind):
+        return np.tanh(x) if kind == "tanh" else np.sin(x)
+
+    @act.defjvp
+    def act_jvp(p, t):
+        x, kind = p
+        assert t[1] is None                  # no tangent for a string
+        d = 1 - np.tanh(x) ** 2 if kind == "tanh" else np.cos(x)
+        return act(x, kind), 2 * d * t[0]
+
+    close(rune.grad(lambda x: np.sum(act(x, "sin")))(X), 2 * np.cos(X))
+    close(rune.jvp(lambda x: act(x, "tanh"), (X,), (np.ones(3),))[1], 2 * (1 - np.tanh(X) ** 2))
+
+    @rune.custom_vjp
+    def act2(x, kind):
+        return np.sin(x)
+
+    act2.defvjp(lambda x, kind: (np.sin(x), x), lambda x, g: (2 * np.cos(x) * g, None))
+    close(rune.grad(lambda x: np.sum(act2(x, "sin")))(X), 2 * np.cos(X))
+    close(rune.grad(lambda x: np.sum(rune.vmap(act2, in_axes=(0, None))(x, "s")))(XS),
+          2 * np.cos(XS))

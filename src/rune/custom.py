@@ -105,10 +105,13 @@ def is_float(x):
 
 
 def zeros_like(x):
-    """A zero of ``x``'s shape and dtype (traced like ``x`` when ``x`` is traced)."""
+    """A zero of ``x``'s shape and dtype (traced like ``x`` when ``x`` is traced); None for
+    a leaf that is not a number or an array (a string, a function)."""
     if isinstance(x, (bool, int, float, complex)):
         return type(x)(0)
-    return np.zeros_like(x)
+    if hasattr(x, "dtype"):
+        return np.zeros_like(x)
+    return None
 
 
 def unwrap_reverse(trace, args):
