@@ -301,9 +301,13 @@ def test_vmap_against_a_loop(axis):
 
 
 def test_vmap_of_grad_and_grad_of_vmap():
-    per_ex = lambda blk: rune.vmap(rune.grad(lambda w, x: deep(w, x, blk)), in_axes=(None, 0))  # noqa
+    def per_ex(blk):
+        return rune.vmap(rune.grad(lambda w, x: deep(w, x, blk)), in_axes=(None, 0))
+
+    def summed(blk):
+        return lambda w: np.sum(rune.vmap(lambda x: blk(w, x))(XS) ** 2)
+
     close(per_ex(ck_block)(W, XS), per_ex(block)(W, XS))
-    summed = lambda blk: (lambda w: np.sum(rune.vmap(lambda x: blk(w, x))(XS) ** 2))  # noqa
     assert_same(rune.grad(summed(ck_block))(W), rune.grad(summed(block))(W))
 
 
