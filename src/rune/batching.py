@@ -21,7 +21,7 @@ import numpy as np
 from . import tree as tree_util
 from .reverse import unalias, _stop_leaf
 from .core import (check_assign, Trace, Tracer, new_trace, bind, warn_once,
-                   BatchedControlFlowError, tracer_class_pair)
+                   BatchedControlFlowError, tracer_class_pair, to_plain_array)
 
 __all__ = ["vmap", "moveaxis_to", "bdim_to_front", "not_mapped", "NeedsPerExample"]
 
@@ -78,6 +78,13 @@ class BatchTracer(Tracer):
         if self._bdim is None:
             return kind(self._val)
         raise _BatchedBranch(self._trace, f"{kind.__name__}()")
+
+    def __array__(self, dtype=None, copy=None):
+        if self._bdim is None:
+            return to_plain_array(self._val, dtype)
+        # NumPy's C code wants one concrete array (a plain array indexed by a batched
+        # index, say): run the function once per example instead.
+        raise _BatchedBranch(self._trace, "a conversion to a plain NumPy array")
 
     def _stop_gradient(self):
         return BatchTracer(_stop_leaf(self._val), self._bdim, self._trace)

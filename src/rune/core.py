@@ -241,6 +241,8 @@ class Tracer:
         return self._convert(int)
 
     def _convert(self, kind):
+        if self.dtype.kind in "biu":     # integers and booleans carry no derivative
+            return kind(self._concrete())
         raise TracerConversionError(
             f"{kind.__name__}() was called on a value that rune is differentiating "
             f"(shape {self.shape}, dtype {self.dtype}); the result would silently lose "
@@ -251,6 +253,8 @@ class Tracer:
             f"derivative is wanted.")
 
     def __array__(self, dtype=None, copy=None):
+        if self.dtype.kind in "biu":     # integers and booleans carry no derivative
+            return to_plain_array(self._concrete(), dtype)
         raise TracerConversionError(
             f"a traced array (shape {self.shape}, dtype {self.dtype}) was converted to a "
             f"plain NumPy array, which would silently drop its derivative. This happens "
@@ -301,6 +305,16 @@ def check_assign(target, value):
             f"created outside it (by an enclosing {target._trace.kind}); the write would "
             f"escape the inner transformation. Create the buffer inside (np.zeros_like(x) "
             f"of an inner value) or return the value instead")
+
+
+_np_asarray = np.asarray   # the original, even while rune wraps np.asarray
+
+
+def to_plain_array(value, dtype=None):
+    """``value`` (a plain array or a traced value of a lower level) as a plain ndarray."""
+    if isinstance(value, Tracer):
+        return value.__array__(dtype)
+    return _np_asarray(value, dtype)
 
 
 def _item(value, args):

@@ -408,9 +408,33 @@ def install():
     T.mT = property(lambda self: FUNCTIONS[np.swapaxes](self, -1, -2))
     T.real = property(lambda self: np.real(self))
     T.imag = property(lambda self: np.imag(self))
-    T.flat = property(lambda self: np.ravel(self))
+    T.flat = property(_FlatView)
     core.ArrayMixin.__getitem__ = FUNCTIONS["getitem"]
     core.ArrayMixin.__setitem__ = _setitem
+
+
+class _FlatView:
+    """``x.flat`` of a traced array: reads index the flattened array, writes update ``x``."""
+
+    __slots__ = ("base",)
+
+    def __init__(self, base):
+        self.base = base
+
+    def __getitem__(self, idx):
+        return np.ravel(self.base)[idx]
+
+    def __setitem__(self, idx, value):
+        base = self.base
+        flat = np.ravel(base)
+        flat[idx] = value
+        base._assign(np.reshape(flat, base.shape))
+
+    def __len__(self):
+        return self.base.size
+
+    def __iter__(self):
+        return iter(np.ravel(self.base))
 
 
 def _tracer_copy(self):

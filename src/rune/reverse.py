@@ -127,6 +127,8 @@ def unbroadcast(c, shape):
     if cshape == shape:
         return c
     extra = len(cshape) - len(shape)
+    if extra < 0:      # a cotangent of lower rank: it broadcasts up to the primal's shape
+        return np.broadcast_to(np.reshape(c, (1,) * -extra + tuple(cshape)), shape)
     axes = tuple(range(extra)) + tuple(
         extra + i for i, d in enumerate(shape) if d == 1 and cshape[extra + i] != 1)
     if axes:

@@ -66,6 +66,13 @@ def _random_like(x, rng):
     return v
 
 
+def _read_only(x):
+    if isinstance(x, np.ndarray):
+        x = x.copy()
+        x.setflags(write=False)
+    return x
+
+
 def _pair(a, b):
     """``Re(sum(a * b))`` over two trees of arrays."""
     total = 0.0
@@ -134,6 +141,8 @@ def check_grads(f, *args, order=2, modes=("fwd", "rev"), eps=None, rtol=None, at
     >>> rune.check_grads(lambda x: np.sin(x) * x, np.array([0.3, 1.2]))
     """
     leaves, in_tree = tree_util.flatten(args)
+    leaves = [_read_only(x) for x in leaves]     # a rule or f that writes into its input fails
+    args = tree_util.unflatten(in_tree, leaves)
     prec = _precision(leaves)
     d_eps, d_rtol, d_atol = _DEFAULTS[prec]
     eps = d_eps if eps is None else eps
