@@ -82,9 +82,11 @@ class BatchTracer(Tracer):
     def __array__(self, dtype=None, copy=None):
         if self._bdim is None:
             return to_plain_array(self._val, dtype)
-        # NumPy's C code wants one concrete array (a plain array indexed by a batched
-        # index, say): run the function once per example instead.
-        raise _BatchedBranch(self._trace, "a conversion to a plain NumPy array")
+        if self.dtype.kind in "biu":
+            # NumPy's C code wants one concrete integer array (a plain array indexed by
+            # a batched index, say): run the function once per example instead.
+            raise _BatchedBranch(self._trace, "a batched index used on a plain NumPy array")
+        return Tracer.__array__(self, dtype, copy)
 
     def _stop_gradient(self):
         return BatchTracer(_stop_leaf(self._val), self._bdim, self._trace)
