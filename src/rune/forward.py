@@ -176,7 +176,7 @@ def jvp(f, primals, tangents, has_aux=False):
     for o, t in pairs:
         if t is None:
             t = _zero_like(o) if not isinstance(o, (int, bool)) else 0.0
-        elif isinstance(o, float) and not isinstance(t, Tracer):
+        elif type(o) is float and not isinstance(t, Tracer):
             t = float(t)
         touts.append(t)
     out = tree_util.unflatten(out_tree, outs)
