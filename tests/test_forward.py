@@ -25,7 +25,7 @@ def test_jvp_basic_and_trees():
 def test_jvp_python_float_and_has_aux():
     out, t, aux = rune.jvp(lambda x: (x * x, "aux"), (3.0,), (1.0,), has_aux=True)
     assert out == 9.0 and t == 6.0 and aux == "aux"
-    assert type(t) is float
+    assert isinstance(t, float)
 
 
 def test_jvp_tangent_mismatch_errors():
