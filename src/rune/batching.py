@@ -134,20 +134,22 @@ class BatchTrace(Trace):
     def lift(self, x):
         return BatchTracer(x, None, self)
 
-    def process(self, prim, args, params):
+    def unwrap(self, args):
+        """``(vals, bdims)``: the values one level down and where their batch axis is."""
         vals = []
         bdims = []
-        mapped = False
         for a in args:
             if isinstance(a, BatchTracer) and a._trace is self:
                 vals.append(a._val)
                 bdims.append(a._bdim)
-                if a._bdim is not None:
-                    mapped = True
             else:
                 vals.append(a)
                 bdims.append(None)
-        if not mapped:
+        return vals, bdims
+
+    def process(self, prim, args, params):
+        vals, bdims = self.unwrap(args)
+        if bdims.count(None) == len(bdims):
             out = prim.impl(*vals, **params) if self.bottom else bind(prim, *vals, **params)
             if prim.multiple_results:
                 return tuple(BatchTracer(o, None, self) for o in out)

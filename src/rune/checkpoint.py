@@ -36,8 +36,7 @@ import types
 
 from . import core, tree as tree_util
 from .core import Tracer, new_trace, warn_once
-from .custom import (Call, bind_call, leaked, is_float, unwrap_reverse, unwrap_forward,
-                     unwrap_batch, group_parents, record, rerun_pullback, vmap_flat,
+from .custom import (Call, bind_call, leaked, is_float, group_parents, record, rerun_pullback, vmap_flat,
                      wrap_batched)
 from .forward import ForwardTrace, ForwardTracer
 
@@ -50,7 +49,7 @@ class CheckpointCall(Call):
     kind = "checkpoint"
 
     def reverse(self, trace, args):
-        vals, parents = unwrap_reverse(trace, args)
+        vals, parents = trace.unwrap(args)
         outs = bind_call(self, vals)            # runs one level down: nothing kept here
         if leaked(outs, trace.level) is not None:
             return self._inline(trace, args)
@@ -63,7 +62,7 @@ class CheckpointCall(Call):
         return record(trace, keys, outs, pull, parents)
 
     def forward(self, trace, args):
-        primals, tangents = unwrap_forward(trace, args)
+        primals, tangents = trace.unwrap(args)
         idx = [i for i, t in enumerate(tangents) if t is not None]
         if not idx:
             return bind_call(self, primals)
@@ -101,7 +100,7 @@ class CheckpointCall(Call):
                      for k, o in enumerate(res[:n_out]))
 
     def batch(self, trace, args):
-        vals, bdims = unwrap_batch(trace, args)
+        vals, bdims = trace.unwrap(args)
         if all(b is None for b in bdims):
             return bind_call(self, vals)
         vfun = vmap_flat(self.fun, bdims, trace.size, trace, self.name)

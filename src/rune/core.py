@@ -99,6 +99,14 @@ class Primitive:
 
 def bind(prim, *args, **params):
     """Apply ``prim`` to ``args``: hand it to the highest active trace among them."""
+    trace = top_trace(args, prim.name)
+    if trace is None:
+        return prim.impl(*args, **params)
+    return trace.process(prim, args, params)
+
+
+def top_trace(args, what):
+    """The highest-level trace among the traced values in ``args`` (None if there are none)."""
     trace = None
     level = 0
     for a in args:
@@ -107,14 +115,12 @@ def bind(prim, *args, **params):
             if t.level > level:
                 trace = t
                 level = t.level
-    if trace is None:
-        return prim.impl(*args, **params)
-    if not trace.active:
+    if trace is not None and not trace.active:
         raise RuntimeError(
             f"a value traced by a {trace.kind} that has already returned was used in "
-            f"{prim.name!r} (an escaped tracer: it was stored or returned from inside "
+            f"{what!r} (an escaped tracer: it was stored or returned from inside "
             f"the transformed function); return it instead, or use rune.stop_gradient")
-    return trace.process(prim, args, params)
+    return trace
 
 
 # --------------------------------------------------------------------------

@@ -31,7 +31,7 @@ import numpy as np
 
 from . import core, tree as tree_util
 from .batching import BatchTrace, BatchTracer, vmap
-from .core import Tracer, new_trace
+from .core import Tracer, new_trace, top_trace
 from .forward import ForwardTrace, ForwardTracer, _fit_tangent
 from .reverse import Node, ReverseTrace, ReverseTracer, backward, _fit
 
@@ -67,21 +67,9 @@ class Call:
 
 def bind_call(call, args):
     """Hand ``call`` to the highest transformation among ``args`` (like ``core.bind``)."""
-    trace = None
-    level = 0
-    for a in args:
-        if isinstance(a, Tracer):
-            t = a._trace
-            if t.level > level:
-                trace = t
-                level = t.level
+    trace = top_trace(args, call.name)
     if trace is None:
         return call.impl(args)
-    if not trace.active:
-        raise RuntimeError(
-            f"a value traced by a {trace.kind} that has already returned was passed to "
-            f"{call.name} (an escaped tracer: it was stored or returned from inside the "
-            f"transformed function); return it instead, or use rune.stop_gradient")
     if isinstance(trace, ReverseTrace):
         return call.reverse(trace, args)
     if isinstance(trace, ForwardTrace):
@@ -112,46 +100,6 @@ def zeros_like(x):
     if hasattr(x, "dtype"):
         return np.zeros_like(x)
     return None
-
-
-def unwrap_reverse(trace, args):
-    """``(vals, parents)``: the values one level down, and ``(index, node, pos)`` per input."""
-    vals = []
-    parents = []
-    for i, a in enumerate(args):
-        if isinstance(a, ReverseTracer) and a._trace is trace:
-            vals.append(a._val)
-            if a._node is not None:
-                parents.append((i, a._node, a._pos))
-        else:
-            vals.append(a)
-    return vals, parents
-
-
-def unwrap_forward(trace, args):
-    primals = []
-    tangents = []
-    for a in args:
-        if isinstance(a, ForwardTracer) and a._trace is trace:
-            primals.append(a._val)
-            tangents.append(a._tan)
-        else:
-            primals.append(a)
-            tangents.append(None)
-    return primals, tangents
-
-
-def unwrap_batch(trace, args):
-    vals = []
-    bdims = []
-    for a in args:
-        if isinstance(a, BatchTracer) and a._trace is trace:
-            vals.append(a._val)
-            bdims.append(a._bdim)
-        else:
-            vals.append(a)
-            bdims.append(None)
-    return vals, bdims
 
 
 class NodeRule:
@@ -317,7 +265,7 @@ class VjpCall(Call):
         self.bwd = bwd
 
     def reverse(self, trace, args):
-        vals, parents = unwrap_reverse(trace, args)
+        vals, parents = trace.unwrap(args)
         outs, res = self.fwd(*vals)
         if leaked(outs, trace.level) is not None or leaked(res, trace.level) is not None:
             raise _closure_error(self, trace)
@@ -340,7 +288,7 @@ class VjpCall(Call):
         return record(trace, keys, outs, pull, parents)
 
     def forward(self, trace, args):
-        primals, tangents = unwrap_forward(trace, args)
+        primals, tangents = trace.unwrap(args)
         if any(t is not None for t in tangents):
             raise TypeError(
                 f"can't apply forward-mode differentiation (jvp) to the custom_vjp function "
@@ -349,7 +297,7 @@ class VjpCall(Call):
         return bind_call(self, primals)
 
     def batch(self, trace, args):
-        vals, bdims = unwrap_batch(trace, args)
+        vals, bdims = trace.unwrap(args)
         if all(b is None for b in bdims):
             return bind_call(self, vals)
         size = trace.size
@@ -510,7 +458,7 @@ class JvpCall(Call):
         self.rule = rule
 
     def forward(self, trace, args):
-        primals, tangents = unwrap_forward(trace, args)
+        primals, tangents = trace.unwrap(args)
         if all(t is None for t in tangents):
             return bind_call(self, primals)
         tans = tuple(zeros_like(p) if t is None else t for p, t in zip(primals, tangents))
@@ -528,7 +476,7 @@ class JvpCall(Call):
         return tuple(wrapped)
 
     def reverse(self, trace, args):
-        vals, parents = unwrap_reverse(trace, args)
+        vals, parents = trace.unwrap(args)
         keys, groups = group_parents(parents)
         with new_trace(ReverseTrace) as t:
             tans = [zeros_like(v) for v in vals]
@@ -562,7 +510,7 @@ class JvpCall(Call):
         return record(trace, keys, outs, pull, parents)
 
     def batch(self, trace, args):
-        vals, bdims = unwrap_batch(trace, args)
+        vals, bdims = trace.unwrap(args)
         if all(b is None for b in bdims):
             return bind_call(self, vals)
         size = trace.size

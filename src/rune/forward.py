@@ -71,7 +71,8 @@ class ForwardTrace(Trace):
     def lift(self, x):
         return ForwardTracer(x, None, self)
 
-    def process(self, prim, args, params):
+    def unwrap(self, args):
+        """``(primals, tangents)`` of the arguments (a tangent of None is a zero)."""
         primals = []
         tangents = []
         for a in args:
@@ -81,6 +82,10 @@ class ForwardTrace(Trace):
             else:
                 primals.append(a)
                 tangents.append(None)
+        return primals, tangents
+
+    def process(self, prim, args, params):
+        primals, tangents = self.unwrap(args)
         out = prim.impl(*primals, **params) if self.bottom else bind(prim, *primals, **params)
         if prim.nondiff:
             return out

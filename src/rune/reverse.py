@@ -89,7 +89,9 @@ class ReverseTrace(Trace):
         self.tape.append(node)
         return ReverseTracer(x, self, node)
 
-    def process(self, prim, args, params):
+    def unwrap(self, args):
+        """``(vals, parents)``: the values one level down, and ``(index, node, pos)`` for
+        each argument traced here with a derivative."""
         vals = []
         parents = []
         i = 0
@@ -101,6 +103,10 @@ class ReverseTrace(Trace):
             else:
                 vals.append(a)
             i += 1
+        return vals, parents
+
+    def process(self, prim, args, params):
+        vals, parents = self.unwrap(args)
         out = prim.impl(*vals, **params) if self.bottom else bind(prim, *vals, **params)
         if prim.nondiff:
             return out
@@ -159,6 +165,8 @@ def _fit(c, ref):
 def backward(tape, seeds):
     """Walk ``tape`` backwards from ``seeds`` ({node: ct}); return the cotangent map."""
     cts = dict(seeds)
+    owned = set()   # nodes whose accumulated cotangent is an array allocated right here:
+    #                 only those are added into in place (no other reference to them exists)
     for node in reversed(tape):
         rules = node.vjp
         if rules is None:
@@ -168,6 +176,8 @@ def backward(tape, seeds):
             continue
         if callable(rules):    # a whole-node rule (checkpoint, custom_vjp, custom_jvp) reads
             rules(ct, node, cts)   # and updates its parents' accumulated cotangents itself
+            for _, pnode, _ in node.parents:
+                owned.discard(pnode)
             continue
         out = node.out
         if type(ct) is list:   # several results: instantiate the zeros
@@ -184,7 +194,14 @@ def backward(tape, seeds):
             if pos is None:
                 c = _fit(c, pnode.out)
                 prev = cts.get(pnode)
-                cts[pnode] = c if prev is None else prev + c
+                if prev is None:
+                    cts[pnode] = c
+                elif pnode in owned and type(c) is np.ndarray:
+                    np.add(prev, c, out=prev)
+                else:
+                    prev = cts[pnode] = prev + c
+                    if type(prev) is np.ndarray:
+                        owned.add(pnode)
             else:
                 c = _fit(c, pnode.out[pos])
                 slot = cts.get(pnode)
