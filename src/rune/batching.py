@@ -19,8 +19,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import tree as tree_util
-from .reverse import unalias, _stop_leaf
-from .core import (check_assign, Trace, Tracer, new_trace, bind, warn_once,
+from .reverse import unalias
+from .core import (Trace, Tracer, new_trace, bind, warn_once, rank, stop_leaf,
                    BatchedControlFlowError, tracer_class_pair, to_plain_array)
 
 __all__ = ["vmap", "moveaxis_to", "bdim_to_front", "not_mapped", "NeedsPerExample"]
@@ -42,15 +42,11 @@ class NeedsPerExample(Exception):
 
 
 class BatchTracer(Tracer):
-    __slots__ = ("_val", "_bdim")
+    __slots__ = ("_bdim",)
+    _extra = {"_bdim": None}
 
     def __new__(cls, val, bdim, trace):
-        try:
-            nd = val.ndim
-        except AttributeError:
-            nd = np.ndim(val)
-        if bdim is not None:
-            nd -= 1
+        nd = rank(val) - (bdim is not None)
         self = object.__new__(_BatchArrayTracer if nd else BatchTracer)
         self._val = val
         self._bdim = bdim
@@ -64,10 +60,6 @@ class BatchTracer(Tracer):
         if b is None:
             return s
         return s[:b] + s[b + 1:]
-
-    @property
-    def dtype(self):
-        return self._val.dtype
 
     def _concrete(self):
         if self._bdim is None:
@@ -89,14 +81,7 @@ class BatchTracer(Tracer):
         return Tracer.__array__(self, dtype, copy)
 
     def _stop_gradient(self):
-        return BatchTracer(_stop_leaf(self._val), self._bdim, self._trace)
-
-    def _assign(self, other):
-        if isinstance(other, BatchTracer) and other._trace is self._trace:
-            self._val, self._bdim = other._val, other._bdim
-        else:
-            check_assign(self, other)
-            self._val, self._bdim = other, None
+        return BatchTracer(stop_leaf(self._val), self._bdim, self._trace)
 
 
 _BatchArrayTracer = tracer_class_pair(BatchTracer)

@@ -209,8 +209,35 @@ class Tracer:
     operators, methods and protocols are installed by :mod:`rune.numpy_api`.
     """
 
-    __slots__ = ("_trace",)
+    __slots__ = ("_trace", "_val")
     __array_priority__ = 1000
+    _extra = {}     # the other slots of a subclass and their values for a constant
+
+    @property
+    def shape(self):
+        return self._val.shape
+
+    @property
+    def dtype(self):
+        return self._val.dtype
+
+    def _concrete(self):
+        return self._val
+
+    def _stop_gradient(self):
+        return stop_leaf(self._val)
+
+    def _assign(self, other):
+        """In-place update (``x[i] = v``, ``x += v``): this object now stands for ``other``."""
+        if isinstance(other, Tracer) and other._trace is self._trace:
+            self._val = other._val
+            for name in self._extra:
+                setattr(self, name, getattr(other, name))
+        else:
+            check_assign(self, other)
+            self._val = other
+            for name, value in self._extra.items():
+                setattr(self, name, value)
 
     @property
     def ndim(self):
@@ -314,6 +341,19 @@ def check_assign(target, value):
 
 
 _np_asarray = np.asarray   # the original, even while rune wraps np.asarray
+
+
+def rank(value):
+    """The number of dimensions of an array, a NumPy scalar or a traced value."""
+    try:
+        return value.ndim
+    except AttributeError:
+        return np.ndim(value)
+
+
+def stop_leaf(x):
+    """``x`` without its derivative in any enclosing transformation (batches are kept)."""
+    return x._stop_gradient() if isinstance(x, Tracer) else x
 
 
 def to_plain_array(value, dtype=None):

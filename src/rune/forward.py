@@ -11,46 +11,22 @@ from __future__ import annotations
 import numpy as np
 
 from . import tree as tree_util
-from .core import check_assign, Trace, Tracer, new_trace, bind, tracer_class_pair
-from .reverse import cast_like, _is_float_leaf, _as_array, _stop_leaf, _zero_like, unalias
+from .core import Trace, Tracer, new_trace, bind, tracer_class_pair, rank
+from .reverse import cast_like, _is_float_leaf, _as_array, _zero_like, unalias
 
 __all__ = ["jvp"]
 
 
 class ForwardTracer(Tracer):
-    __slots__ = ("_val", "_tan")
+    __slots__ = ("_tan",)
+    _extra = {"_tan": None}
 
     def __new__(cls, val, tan, trace):
-        try:
-            nd = val.ndim
-        except AttributeError:
-            nd = np.ndim(val)
-        self = object.__new__(_ForwardArrayTracer if nd else ForwardTracer)
+        self = object.__new__(_ForwardArrayTracer if rank(val) else ForwardTracer)
         self._val = val
         self._tan = tan
         self._trace = trace
         return self
-
-    @property
-    def shape(self):
-        return self._val.shape
-
-    @property
-    def dtype(self):
-        return self._val.dtype
-
-    def _concrete(self):
-        return self._val
-
-    def _stop_gradient(self):
-        return _stop_leaf(self._val)
-
-    def _assign(self, other):
-        if isinstance(other, ForwardTracer) and other._trace is self._trace:
-            self._val, self._tan = other._val, other._tan
-        else:
-            check_assign(self, other)
-            self._val, self._tan = other, None
 
 
 _ForwardArrayTracer = tracer_class_pair(ForwardTracer)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import tree as tree_util
-from .core import check_assign, Trace, Tracer, new_trace, bind, tracer_class_pair
+from .core import Trace, Tracer, new_trace, bind, tracer_class_pair, rank, stop_leaf
 
 __all__ = ["vjp", "grad", "value_and_grad", "stop_gradient"]
 
@@ -33,41 +33,16 @@ class Node:
 
 
 class ReverseTracer(Tracer):
-    __slots__ = ("_val", "_node", "_pos")
+    __slots__ = ("_node", "_pos")
+    _extra = {"_node": None, "_pos": None}
 
     def __new__(cls, val, trace, node, pos=None):
-        try:
-            nd = val.ndim
-        except AttributeError:
-            nd = np.ndim(val)
-        self = object.__new__(_ReverseArrayTracer if nd else ReverseTracer)
+        self = object.__new__(_ReverseArrayTracer if rank(val) else ReverseTracer)
         self._val = val
         self._trace = trace
         self._node = node
         self._pos = pos
         return self
-
-    @property
-    def shape(self):
-        return self._val.shape
-
-    @property
-    def dtype(self):
-        return self._val.dtype
-
-    def _concrete(self):
-        return self._val
-
-    def _stop_gradient(self):
-        return _stop_leaf(self._val)
-
-    def _assign(self, other):
-        """In-place update (``x[i] = v``, ``x += v``): this object now stands for ``other``."""
-        if isinstance(other, ReverseTracer) and other._trace is self._trace:
-            self._val, self._node, self._pos = other._val, other._node, other._pos
-        else:
-            check_assign(self, other)
-            self._val, self._node, self._pos = other, None, None
 
 
 _ReverseArrayTracer = tracer_class_pair(ReverseTracer)
@@ -480,10 +455,6 @@ def stop_gradient(x):
     >>> rune.grad(lambda x: np.sum(x * rune.stop_gradient(x)))(np.array([3.0]))
     array([3.])
     """
-    return tree_util.map(_stop_leaf, x)
+    return tree_util.map(stop_leaf, x)
 
 
-def _stop_leaf(x):
-    if isinstance(x, Tracer):
-        return x._stop_gradient()
-    return x
