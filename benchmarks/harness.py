@@ -1,7 +1,8 @@
 """Timing, memory and machine description shared by the benchmark scripts.
 
 Every figure is the median of at least ``min_repeats`` samples taken after a
-warm-up call, reported with the minimum.  A sample runs the workload
+warm-up call, reported with the minimum (``run.py`` pools the samples of
+several rounds).  A sample runs the workload
 ``number`` times back to back (``number`` is chosen, as ``timeit`` does, so that
 one sample lasts at least ``min_sample`` seconds) and divides; the garbage
 collector stays on, as it is for users, and is emptied before each figure.
@@ -34,6 +35,13 @@ class Timing:
     repeats: int
     number: int
     result: object = None
+    samples: tuple = ()  # seconds per call, one per sample
+
+    def pooled(self, other):
+        """The figure over both sets of samples (the same workload measured in two rounds)."""
+        s = tuple(self.samples) + tuple(other.samples)
+        return Timing(statistics.median(s), min(s), self.repeats + other.repeats,
+                      self.number, None, s)
 
 
 def measure(fn, *, min_repeats=7, max_repeats=50, budget=0.4, min_sample=0.002, warmup=1):
@@ -53,7 +61,8 @@ def measure(fn, *, min_repeats=7, max_repeats=50, budget=0.4, min_sample=0.002, 
         for _ in range(number):
             fn()
         samples.append((time.perf_counter() - t0) / number)
-    return Timing(statistics.median(samples), min(samples), repeats, number, result)
+    return Timing(statistics.median(samples), min(samples), repeats, number, result,
+                  tuple(samples))
 
 
 def peak_memory(fn):

@@ -12,8 +12,10 @@ for reverse mode, ``torch.func`` for vmap, hvp and hessian).  A peer that is
 not installed is skipped with a note.  A rune failure is recorded in its cell
 and described under "Failures"; the run goes on.  Each framework runs in a
 process of its own (this file with ``--worker``), so that no runtime's threads
-(OpenMP's, XLA's pool, OpenBLAS's spinning workers) slow another's: in one
-process, torch.func's vmap ran 80x slower once JAX had run.
+(OpenMP's, XLA's pool, OpenBLAS's spinning workers) waits on another's.  On a
+busy machine, two-thread runtimes stall on descheduled threads (torch.func's vmap
+was seen 100x slower than alone): check the load average in the header, and
+prefer ``--threads 1`` there.
 
 The result is one markdown table (median per call, minimum in brackets, rune's
 ratio to each peer, SPEC's target and whether rune meets it), printed and
@@ -71,6 +73,7 @@ class Row:
                                   # "min": rune ≥ limit
     not_above: "str | None" = None   # and rune ≤ this peer's median
     rtol: float = 1e-6           # cross-check tolerance (relative to the largest value)
+    ratio_of: "tuple | None" = None   # (numerator row key, denominator row key)
 
     @property
     def key(self):
@@ -181,12 +184,9 @@ class Bench:
                                  f"{traceback.format_exc(limit=-6).strip()}\n```")
 
     def ratio_row(self, workload, name, num, den, **kw):
-        """A row of per-framework ratios num / den (medians)."""
-        r = self.row(workload, name, "×", 1.0, **kw)
-        for fw in FRAMEWORKS:
-            a, b = num.median(fw), den.median(fw)
-            if a is not None and b:
-                r.cells[fw] = a / b
+        """A row of per-framework ratios num / den (medians), recomputed after merging."""
+        r = self.row(workload, name, "×", 1.0, ratio_of=(num.key, den.key), **kw)
+        fill_ratio(r, num, den)
         return r
 
     def compile(self, row, f, *args):
@@ -202,6 +202,13 @@ class Bench:
         jax = self.peers["jax"]
         compiled = self.compile(row, f, *args)
         return lambda: jax.block_until_ready(compiled(*args))
+
+
+def fill_ratio(r, num, den):
+    for fw in FRAMEWORKS:
+        a, b = num.median(fw), den.median(fw)
+        if a is not None and b:
+            r.cells[fw] = a / b
 
 
 def leaves(x):
@@ -329,8 +336,8 @@ def bench_w2(b, d):
     D = d["W2"]
     p, x, y = D["p"], D["x"], D["y"]
     fwd = b.row("W2", "MLP 784-512-512-10, batch 256, float32: forward", rtol=1e-4)
-    vg = b.row("W2", "value_and_grad", fwd=fwd, rtol=1e-3,
-               target="≤ torch, ≤ 2.8× forward")
+    vg = b.row("W2", "value_and_grad", fwd=fwd, rtol=1e-3, target="≤ torch, ≤ 2.8× forward",
+               limit=2.8, limit_kind="fwd", not_above="torch")
 
     b.cell(fwd, "rune")(lambda: lambda: w.mlp_loss(p, x, y))
     b.cell(vg, "rune")(lambda: (lambda g: lambda: g(p, x, y))(rune.value_and_grad(w.mlp_loss)))
@@ -748,10 +755,10 @@ def report(b, versions, started, elapsed):
             "- Threads: " + (f"held to {b.args.threads} (BLAS, OpenMP, XLA) by --threads"
                               if b.args.threads else "each runtime's default"),
             f"- Command: `{' '.join([Path(sys.executable).name] + sys.argv)}`; whole run "
-            f"{elapsed:.0f} s; budget per figure {b.args.budget} s; each framework measured "
-            f"in a process of its own", ""]
-    out += ["Each time is the median per call over at least 7 samples after a warm-up call, "
-            "the minimum in brackets. Ratios are of medians: below 1 rune is faster. "
+            f"{elapsed:.0f} s; {b.args.rounds} rounds, budget per figure and round "
+            f"{b.args.budget} s; each framework measured in a process of its own", ""]
+    out += ["Each time is the median per call over all samples of all rounds (at least 7 per "
+            "round, each round after a warm-up call), the minimum in brackets. Ratios are of medians: below 1 rune is faster. "
             "The rune column of a *forward* row is the plain NumPy function, run with rune "
             "imported. JAX jit figures exclude compilation (listed below). The W1 rows are "
             "divided by the chain's 200 operations.", ""]
@@ -835,44 +842,65 @@ class _Unpickler(pickle.Unpickler):
 
 def run_workers(args):
     """One process per framework group, so that no runtime's threads (OpenMP, XLA's pool,
-    OpenBLAS's spinning workers) slow another's; merge their rows."""
+    OpenBLAS's spinning workers) wait on another's; ``args.rounds`` rounds, whose samples are
+    pooled, so that a burst of load elsewhere on the machine falls on every framework alike."""
     selected = {GROUP_OF[f] for f in args.frameworks.split(",") if f in GROUP_OF}
     merged = Bench(args, {}, ())
-    merged.status = {}
     versions = {}
     by_key = {}
-    for group in GROUPS:
-        if group != "rune" and group not in selected:
-            merged.status[group] = "not run"
-            continue
-        with tempfile.TemporaryDirectory() as tmp:
-            out = Path(tmp) / "state.pickle"
-            cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", group,
-                   "--worker-out", str(out), "--only", args.only, "--budget", str(args.budget)]
-            rc = subprocess.run(cmd, env=worker_env(args.threads)).returncode
-            if rc != 0 or not out.exists():
-                merged.status[group] = "worker crashed"
-                merged.failures.append(f"**{group}**: the worker process exited with code {rc}; "
-                                       f"rerun `{' '.join(cmd[1:4])} --worker-out /tmp/x` to see "
-                                       "why.")
+    groups = [g for g in GROUPS if g == "rune" or g in selected]
+    for g in GROUPS:
+        if g not in groups:
+            merged.status[g] = "not run"
+    for rnd in range(args.rounds):
+        for group in groups[rnd % len(groups):] + groups[:rnd % len(groups)]:
+            if merged.status.get(group):
+                continue                      # not installed or crashed: once is enough
+            print(f"round {rnd + 1}/{args.rounds}: {group}", file=sys.stderr, flush=True)
+            state = run_worker(args, group, merged)
+            if state is None:
                 continue
-            with open(out, "rb") as fh:
-                state = _Unpickler(fh).load()
-        if not state["installed"]:
-            merged.status[group] = "not installed"
-        versions.update(state["versions"])
-        merged.notes += state["notes"]
-        merged.failures += state["failures"]
-        merged.compile_times += state["compile_times"]
-        for r in state["rows"]:
-            if r.key not in by_key:
-                by_key[r.key] = r
-                merged.rows.append(r)
-            else:
+            if not state["installed"]:
+                merged.status[group] = "not installed"
+            if rnd == 0:
+                versions.update(state["versions"])
+                merged.notes += state["notes"]
+                merged.compile_times += state["compile_times"]
+            merged.failures += [f for f in state["failures"] if f not in merged.failures]
+            for r in state["rows"]:
+                if r.key not in by_key:
+                    by_key[r.key] = r
+                    merged.rows.append(r)
+                    continue
                 base = by_key[r.key]
-                base.cells.update(r.cells)
-                base.results.update(r.results)
+                for fw, c in r.cells.items():
+                    old = base.cells.get(fw)
+                    if isinstance(old, harness.Timing) and isinstance(c, harness.Timing):
+                        base.cells[fw] = old.pooled(c)
+                    elif old is None or isinstance(c, str):   # a later failure is shown
+                        base.cells[fw] = c
+                for fw, res in r.results.items():
+                    base.results.setdefault(fw, res)
+    for r in merged.rows:
+        if r.ratio_of:
+            fill_ratio(r, by_key[r.ratio_of[0]], by_key[r.ratio_of[1]])
     return merged, versions
+
+
+def run_worker(args, group, merged):
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "state.pickle"
+        cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", group,
+               "--worker-out", str(out), "--only", args.only, "--budget", str(args.budget)]
+        rc = subprocess.run(cmd, env=worker_env(args.threads)).returncode
+        if rc != 0 or not out.exists():
+            merged.status[group] = "worker crashed"
+            merged.failures.append(f"**{group}**: the worker process exited with code {rc}; "
+                                   f"rerun `{' '.join(cmd[1:4])} --worker-out /tmp/x` to see "
+                                   "why.")
+            return None
+        with open(out, "rb") as fh:
+            return _Unpickler(fh).load()
 
 
 def main(argv=None):
@@ -881,10 +909,13 @@ def main(argv=None):
                     help="comma-separated workloads (default: all)")
     ap.add_argument("--frameworks", default=",".join(PEERS),
                     help="comma-separated peers to compare (default: %(default)s)")
-    ap.add_argument("--budget", type=float, default=1.0,
-                    help="seconds of samples per figure beyond the minimum 7 (default 1)")
+    ap.add_argument("--budget", type=float, default=0.5,
+                    help="seconds of samples per figure and round beyond the minimum 7 "
+                         "(default 0.5)")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="rounds over all frameworks, samples pooled (default 3)")
     ap.add_argument("--out", default=None, help="results file (default benchmarks/results/"
-                                                "<date>-<host>.md); '-' prints only")
+                                                "<date>-<host>[-<N>thread].md); '-' prints only")
     ap.add_argument("--threads", type=int, default=0,
                     help="hold NumPy's BLAS, torch and XLA to this many threads (default: "
                          "each runtime's own choice); 1 is steadier on a busy machine")
@@ -904,7 +935,8 @@ def main(argv=None):
     if args.out != "-":
         host = re.sub(r"[^A-Za-z0-9_.-]+", "-", socket.gethostname()) or "host"
         path = Path(args.out) if args.out else (
-            Path(__file__).resolve().parent / "results" / f"{started:%Y-%m-%d}-{host}.md")
+            Path(__file__).resolve().parent / "results"
+            / f"{started:%Y-%m-%d}-{host}{f'-{args.threads}thread' if args.threads else ''}.md")
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + ".tmp")
         tmp.write_text(text)
