@@ -74,7 +74,7 @@ def test_control_flow_fallback_warns_once_and_strict_raises():
             return x * 2
         return -x
     x = np.array([[1.0, 2.0], [-3.0, -4.0], [5.0, -1.0]])
-    core._warned.discard(("vmap-branch", "f"))
+    core._warned.clear()
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
         out = rune.vmap(f)(x)

@@ -177,6 +177,15 @@ def _index_axis(x, axis, i):
 # vmap
 # --------------------------------------------------------------------------
 
+def _function_key(f):
+    """What identifies "the same function" for one-time warnings: its code, through wrappers."""
+    seen = 0
+    while hasattr(f, "__wrapped__") and seen < 32:
+        f = f.__wrapped__
+        seen += 1
+    return getattr(f, "__code__", None) or id(f)
+
+
 def _is_axis_leaf(a):
     return a is None or isinstance(a, int)
 
@@ -270,7 +279,7 @@ def vmap(f, in_axes=0, out_axes=0, axis_size=None, strict=False):
                 f"with strict=True vmap refuses to run it once per example. Write the "
                 f"branch with np.where(cond, a, b) (or np.select/np.clip) so it applies "
                 f"to the whole batch")
-        warn_once(("vmap-branch", fn_name),
+        warn_once(("vmap-branch", _function_key(f)),
                   f"{fn_name} uses Python control flow ({what}) on a value batched by vmap, "
                   f"so vmap runs it once per example and stacks the results; write the "
                   f"branch with np.where(cond, a, b) to keep it vectorized")

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextvars
 import itertools
+import threading
 import warnings
 
 import numpy as np
@@ -130,6 +131,7 @@ def top_trace(args, what):
 _stack: contextvars.ContextVar = contextvars.ContextVar("rune_trace_stack", default=())
 _levels = itertools.count(1)
 _active_count = 0   # all threads; the NumPy coercion patch is installed while > 0
+_count_lock = threading.Lock()
 
 
 class Trace:
@@ -170,9 +172,10 @@ class new_trace:
         stack = _stack.get()
         self.trace.bottom = not stack
         self.token = _stack.set(stack + (self.trace,))
-        if _active_count == 0:
-            _coercion_hooks[0]()
-        _active_count += 1
+        with _count_lock:
+            if _active_count == 0:
+                _coercion_hooks[0]()
+            _active_count += 1
         return self.trace
 
     def __exit__(self, *exc):
@@ -181,9 +184,10 @@ class new_trace:
         trace.active = False
         top = _stack.get()
         _stack.reset(self.token)
-        _active_count -= 1
-        if _active_count == 0:
-            _coercion_hooks[1]()
+        with _count_lock:
+            _active_count -= 1
+            if _active_count == 0:
+                _coercion_hooks[1]()
         if (not top or top[-1] is not trace) and exc[0] is None:
             raise RuntimeError("rune: transformation levels were popped out of order")
         return False

@@ -25,7 +25,6 @@ own operations, ``vmap(grad(f))`` batches them.
 from __future__ import annotations
 
 import functools
-import inspect
 
 import numpy as np
 
@@ -647,7 +646,7 @@ def _resolve_kwargs(fun, args, kwargs, kind):
     if not kwargs:
         return args
     try:
-        bound = inspect.signature(fun).bind(*args, **kwargs)
+        bound = _signature(fun).bind(*args, **kwargs)
     except (TypeError, ValueError) as e:
         raise TypeError(f"{_name(fun)}: {e}") from None
     bound.apply_defaults()
@@ -678,7 +677,7 @@ def _split(args, nondiff, name):
 
 def _arg_names(fun, nargs, nondiff):
     try:
-        params = [p for p in inspect.signature(fun).parameters.values()
+        params = [p for p in _signature(fun).parameters.values()
                   if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
         names = [p.name for p in params]
     except (TypeError, ValueError):
@@ -704,3 +703,8 @@ def _is_diff_leaf(x):
     if isinstance(x, (float, complex)) and not isinstance(x, bool):
         return True
     return is_float(x)
+
+
+def _signature(fun):
+    import inspect     # imported on first use: it costs ~10 ms at import time
+    return inspect.signature(fun)

@@ -293,10 +293,25 @@ _sites = []          # (module dict, name, original, patched)
 _sites_seen = [0]    # len(sys.modules) when _sites was computed
 
 
+_LAZY = []           # (module name, attribute, make_wrapper), see wrap_while_active
+
+
+def wrap_while_active(module, attr, make_wrapper):
+    """While a transformation is active, NumPy's modules see ``make_wrapper(original)``
+    wherever they hold ``module.attr`` (once ``module`` has been imported by anyone)."""
+    _LAZY.append((module, attr, make_wrapper))
+    _sites_seen[0] = 0
+
+
 def _coercion_sites():
     """Every place in NumPy's own modules (and ``numpy`` itself) that holds one of the
     coercion functions, so NumPy's pure-Python implementations see traced values too."""
     if _sites_seen[0] != len(sys.modules):
+        for module, attr, make_wrapper in _LAZY:
+            mod = sys.modules.get(module)
+            if mod is not None and attr not in _PATCH:
+                orig = getattr(mod, attr)
+                _PATCH[attr] = (orig, make_wrapper(orig))
         by_id = {id(orig): patched for orig, patched in _PATCH.values()}
         found = []
         for name, mod in list(sys.modules.items()):

@@ -16,7 +16,6 @@ values under JAX's convention.
 
 from __future__ import annotations
 
-import inspect
 
 import numpy as np
 
@@ -83,7 +82,7 @@ def _pair(a, b):
 
 def _arg_root_names(f, nargs):
     try:
-        params = list(inspect.signature(f).parameters.values())
+        params = list(_signature(f).parameters.values())
     except (TypeError, ValueError):
         params = []
     names = []
@@ -211,3 +210,8 @@ def _check_nested(g, args, order, modes, eps, rtol, atol, seed, paths):
         for generic, real in zip(names, paths):
             msg = msg.replace(f" at {generic} ", f" at {real} ")
         raise AssertionError(msg.replace("check_grads:", "check_grads (nested):", 1)) from None
+
+
+def _signature(fun):
+    import inspect     # imported on first use: it costs ~10 ms at import time
+    return inspect.signature(fun)

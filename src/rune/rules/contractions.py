@@ -10,7 +10,6 @@ cotangent with the other operands.
 
 from __future__ import annotations
 
-import string
 
 import numpy as np
 
@@ -203,7 +202,7 @@ if hasattr(np.linalg, "tensordot"):
 # operand is distinct, and the VJP for operand i is einsum(ct, others -> s_i)
 # (letters summed only inside operand i are broadcast back).
 
-_LETTERS = string.ascii_letters
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
 def _einsum_impl(*operands, spec):

@@ -31,12 +31,6 @@ import functools
 import warnings
 
 import numpy as np
-import numpy.polynomial.chebyshev as _cheb
-import numpy.polynomial.hermite as _herm
-import numpy.polynomial.hermite_e as _herme
-import numpy.polynomial.laguerre as _lag
-import numpy.polynomial.legendre as _leg
-import numpy.polynomial.polynomial as _poly
 
 from .. import numpy_api
 from ..core import Tracer
@@ -288,9 +282,7 @@ def _tensor_aware(orig):
     return wrapper
 
 
-for _mod, _name in ((_poly, "polyval"), (_poly, "polyvalfromroots"), (_cheb, "chebval"),
-                    (_leg, "legval"), (_herm, "hermval"), (_herme, "hermeval"),
-                    (_lag, "lagval")):
-    _orig = getattr(_mod, _name)
-    numpy_api._PATCH.setdefault(_name, (_orig, _tensor_aware(_orig)))
-numpy_api._sites_seen[0] = 0     # rescan NumPy's modules at the next transformation
+for _mod, _name in (("polynomial", "polyval"), ("polynomial", "polyvalfromroots"),
+                    ("chebyshev", "chebval"), ("legendre", "legval"), ("hermite", "hermval"),
+                    ("hermite_e", "hermeval"), ("laguerre", "lagval")):
+    numpy_api.wrap_while_active(f"numpy.polynomial.{_mod}", _name, _tensor_aware)
