@@ -18,6 +18,7 @@ Records are rebuilt without running ``__init__``/``__post_init__``.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 
 __all__ = ["flatten", "unflatten", "leaves", "structure", "map", "register",
@@ -75,6 +76,14 @@ register(list, lambda t: (t, None), lambda aux, ch: list(ch))
 _registry[dict] = _NodeType(lambda d: (list(d.values()), tuple(d.keys())),
                             lambda aux, ch: dict(zip(aux, ch)), _dict_keys)
 _registry[type(None)] = _NodeType(lambda n: ((), None), lambda aux, ch: None, _index_keys)
+# OrderedDict and defaultdict are nodes too, rebuilt as their own class (as in JAX)
+_registry[collections.OrderedDict] = _NodeType(
+    lambda d: (list(d.values()), tuple(d.keys())),
+    lambda aux, ch: collections.OrderedDict(zip(aux, ch)), _dict_keys)
+_registry[collections.defaultdict] = _NodeType(
+    lambda d: (list(d.values()), (d.default_factory, tuple(d.keys()))),
+    lambda aux, ch: collections.defaultdict(aux[0], zip(aux[1], ch)),
+    lambda aux, n: _dict_keys(aux[1], n))
 
 
 def _dataclass_node(cls):
@@ -316,7 +325,7 @@ def _broadcast(prefix, tree, is_leaf_prefix, path, what, out):
                          f"argument has a {type(tree).__name__}")
     pch, paux = pnode.flatten(prefix)
     tch, taux = tnode.flatten(tree)
-    if len(pch) != len(tch) or (type(tree) is dict and list(paux) != list(taux)):
+    if len(pch) != len(tch) or (isinstance(tree, dict) and list(prefix) != list(tree)):
         raise ValueError(f"{what} is not a tree prefix of the arguments: at "
                          f"{path or '<root>'} it has {len(pch)} entries "
                          f"({_node_keys_text(prefix, pnode, paux, pch)}) where the argument "
@@ -328,5 +337,5 @@ def _broadcast(prefix, tree, is_leaf_prefix, path, what, out):
 
 def _node_keys_text(obj, node, aux, ch):
     if isinstance(obj, dict):
-        return f"keys {list(aux)}"
+        return f"keys {list(obj)}"
     return type(obj).__name__
