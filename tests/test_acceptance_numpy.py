@@ -658,3 +658,59 @@ def test_matrix_function_composition_under_every_transformation():
     X = R.normal(size=(5, 3))
     L_raw, mu = 0.3 * R.normal(size=(3, 3)), R.normal(size=3)
     check_op(lambda L, m: nll(L, m, X), L_raw, mu, rtol=1e-4, atol=1e-6, batch_last=False)
+
+
+def _numpy_functions_with_out():
+    import inspect
+    found = []
+    for mod, prefix in ((np, "np."), (np.linalg, "np.linalg.")):
+        for name in sorted(dir(mod)):
+            f = getattr(mod, name)
+            if isinstance(f, (np.ufunc, type)) or not callable(f) or name.startswith("_"):
+                continue
+            try:
+                params = inspect.signature(f).parameters
+            except (TypeError, ValueError):
+                continue
+            if "out" in params:
+                found.append((prefix + name, f))
+    return found
+
+
+def test_out_keyword_never_silently_ignored():
+    """Every NumPy function taking out= either refuses it on a traced value
+    (NotImplementedError) or really writes it -- never returns with ``out`` untouched."""
+    x = np.array([[0.3, 1.7, 2.2], [0.9, -1.4, 0.5]])
+    silently_ignored, checked = [], 0
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        for name, f in _numpy_functions_with_out():
+            args = ref = None
+            for cand in ((x,), (x, x), (x, 1)):
+                try:
+                    ref = np.asarray(f(*cand))
+                    args = cand
+                    break
+                except Exception:
+                    continue
+            if args is None:
+                continue
+            buf = np.zeros(ref.shape, ref.dtype)
+            buf[...] = True if ref.dtype.kind == "b" else 7
+            keep = buf.copy()
+
+            def g(x):
+                f(x, *args[1:], out=buf)
+                return np.sum(x)
+            try:
+                rune.grad(g)(x)
+            except NotImplementedError as e:
+                assert "out" in str(e), (name, str(e))
+            except Exception:
+                pass
+            else:
+                if np.array_equal(buf, keep):
+                    silently_ignored.append(name)
+            checked += 1
+    assert checked > 30
+    assert not silently_ignored, silently_ignored

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..core import Primitive, Tracer
 from ..numpy_api import implements, register_ufunc
-from .elementwise import ndim, shape
+from .elementwise import ndim, shape, refuse_out
 from .shape import to_front, reshape, transpose, normalize_axis
 
 # --------------------------------------------------------------------------
@@ -139,6 +139,7 @@ def inner(a, b):
 
 @implements(np.outer)
 def outer(a, b, out=None):
+    refuse_out("outer", out)
     return np.reshape(np.ravel(a), (-1, 1)) * np.reshape(np.ravel(b), (1, -1))
 
 

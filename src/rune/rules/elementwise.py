@@ -304,8 +304,17 @@ def _sign(x):
 register_ufunc(np.sign, _sign)
 
 
+def refuse_out(name, out):
+    """``out=`` on a traced value: a clear error instead of a silently unwritten array."""
+    if out is not None:
+        raise NotImplementedError(
+            f"np.{name}(..., out=...) writes into an existing array, which rune does not "
+            f"support on traced values; assign the result instead (y = np.{name}(...))")
+
+
 @implements(np.fix)
 def _fix(x, out=None):
+    refuse_out("fix", out)
     return np.trunc(x)
 
 
@@ -400,16 +409,19 @@ def _nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
 
 @implements(np.isposinf)
 def _isposinf(x, out=None):
+    refuse_out("isposinf", out)
     return np.isinf(x) & ~np.signbit(x)
 
 
 @implements(np.isneginf)
 def _isneginf(x, out=None):
+    refuse_out("isneginf", out)
     return np.isinf(x) & np.signbit(x)
 
 
 @implements(np.round, np.around)
 def _round(a, decimals=0, out=None):
+    refuse_out("round", out)
     if decimals == 0:
         return np.rint(a)
     scale = 10.0 ** decimals

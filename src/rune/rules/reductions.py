@@ -170,6 +170,7 @@ _REDUCE[np.fmin] = _REDUCE[np.minimum]
 
 @implements(np.ptp)
 def ptp(a, axis=None, out=None, keepdims=np._NoValue):
+    _refuse("ptp", out)
     return amax(a, axis=axis, keepdims=keepdims) - amin(a, axis=axis, keepdims=keepdims)
 
 
