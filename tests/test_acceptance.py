@@ -2152,3 +2152,37 @@ def test_partition_methods_on_traced_values():
         y.partition(2)
         return np.sum(y[:2]) + np.sum(x[x.argpartition(2)[:2]])
     np.testing.assert_allclose(rune.grad(f)(x), [0.0, 2.0, 2.0, 0.0])
+
+
+def _scaled_rule(scale):
+    @rune.custom_jvp
+    def f(x):
+        return x * np.array([1e6, 1.0])
+    f.defjvp(lambda p, t: (p[0] * np.array([1e6, 1.0]), t[0] * scale))
+    return f
+
+
+def test_check_grads_default_tolerances_and_per_element_comparison():
+    x = np.array([0.3, 0.4])
+    rune.check_grads(_scaled_rule(np.array([1e6, 1.0 + 1e-8])), x, order=1)   # within rtol
+    # a 0.1% error in the small element is not hidden by the large one
+    with pytest.raises(AssertionError, match="x"):
+        rune.check_grads(_scaled_rule(np.array([1e6, 1.001])), x, order=1)
+    with pytest.raises(AssertionError):
+        rune.check_grads(_scaled_rule(np.array([1e6 * (1 + 1e-4), 1.0])), x, order=1)
+    # explicit tolerances are honoured
+    rune.check_grads(_scaled_rule(np.array([1e6, 1.001])), x, order=1, rtol=1e-2, atol=1e-2)
+
+
+def test_vmap_out_axes_negative_none_and_errors():
+    X = np.ones((3, 2))
+    np.testing.assert_allclose(rune.vmap(np.sum, out_axes=-1)(X), [2.0, 2.0, 2.0])
+    assert rune.vmap(lambda x: (np.sum(x), x), out_axes=(-1, -1))(X)[1].shape == (2, 3)
+    out = rune.vmap(lambda x: {"a": x, "b": None}, out_axes={"a": -1, "b": None})(X)
+    assert out["a"].shape == (2, 3) and out["b"] is None
+    with pytest.raises(ValueError, match="out"):
+        rune.vmap(lambda x: x, out_axes=2)(X)
+    with pytest.raises(ValueError):
+        rune.vmap(lambda x: (x, x), out_axes=(0, 0, 0))(X)
+    with pytest.raises(ValueError, match="None"):
+        rune.vmap(lambda x: x * 2, out_axes=None)(X)

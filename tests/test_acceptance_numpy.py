@@ -714,3 +714,73 @@ def test_out_keyword_never_silently_ignored():
             checked += 1
     assert checked > 30
     assert not silently_ignored, silently_ignored
+
+
+# --------------------------------------------------------------------------
+# complex inputs (JAX's convention: grad of a real h is dh/dx - i dh/dy)
+# --------------------------------------------------------------------------
+
+_RC = np.random.default_rng(3)
+ZC = _RC.normal(size=(3, 3)) + 1j * _RC.normal(size=(3, 3)) + 3 * np.eye(3)
+WC = _RC.normal(size=50) + 1j * _RC.normal(size=50)
+
+
+def _herm(z):
+    return (z + z.conj().T) / 2
+
+
+COMPLEX = {
+    "sin": np.sin, "exp": np.exp, "log": np.log, "sqrt": np.sqrt, "abs": np.abs,
+    "conj": np.conj, "real": np.real, "imag": np.imag, "square": np.square,
+    "mul": lambda z: z * z.T, "div": lambda z: z / (z.T + 5), "pow": lambda z: z ** 3,
+    "abs2": lambda z: np.abs(z) ** 2, "angle": np.angle, "sum": np.sum,
+    "mean": lambda z: np.mean(z, axis=0), "prod": lambda z: np.prod(z, axis=1),
+    "cumsum": lambda z: np.cumsum(z, axis=1), "var": lambda z: np.var(z, axis=0), "std": np.std,
+    "norm": np.linalg.norm, "norm_axis": lambda z: np.linalg.norm(z, axis=1),
+    "nuc": lambda z: np.linalg.norm(z, "nuc"), "norm2": lambda z: np.linalg.norm(z, 2),
+    "matmul": lambda z: z @ z, "einsum": lambda z: np.einsum("ij,jk->ik", z, z.T),
+    "dot": lambda z: np.dot(z, z[0]), "vdot": lambda z: np.vdot(z, z.T),
+    "outer": lambda z: np.outer(z[0], z[1]), "inner": lambda z: np.inner(z, z),
+    "inv": np.linalg.inv, "solve": lambda z: np.linalg.solve(z, z[:, 0]), "det": np.linalg.det,
+    "slogdet": lambda z: np.linalg.slogdet(z)[1], "slogdet_sign": lambda z: np.linalg.slogdet(z)[0],
+    "eigh_vals": lambda z: np.linalg.eigh(_herm(z))[0],
+    "eigh_vecs_abs": lambda z: np.abs(np.linalg.eigh(_herm(z))[1]),
+    "svd_vals": lambda z: np.linalg.svd(z, compute_uv=False),
+    "cholesky": lambda z: np.linalg.cholesky(z @ z.conj().T + np.eye(3)),
+    "qr_R_abs": lambda z: np.abs(np.linalg.qr(z)[1]),
+    "where": lambda z: np.where(np.abs(z) > 1, z, 0), "index": lambda z: z[[0, 2], 1:],
+    "concat": lambda z: np.concatenate([z, z.conj()]), "trace": np.trace, "diag": np.diag,
+}
+
+
+@pytest.mark.parametrize("name", list(COMPLEX))
+def test_complex_inputs(name):
+    f = COMPLEX[name]
+
+    def h(z):
+        o = f(z)
+        ww = WC[:np.size(o)].reshape(np.shape(o))
+        return np.sum(np.real(o * np.conj(ww))) if np.iscomplexobj(o) else np.sum(o * ww.real)
+
+    z, eps = ZC, 1e-6
+    g = rune.grad(h)(z)
+    assert g.dtype == np.complex128 and g.shape == z.shape
+    gx, gy = np.zeros(z.shape), np.zeros(z.shape)
+    for i in np.ndindex(z.shape):
+        e = np.zeros(z.shape, complex)
+        e[i] = eps
+        gx[i] = (h(z + e) - h(z - e)) / (2 * eps)
+        gy[i] = (h(z + 1j * e) - h(z - 1j * e)) / (2 * eps)
+    np.testing.assert_allclose(g, gx - 1j * gy, rtol=1e-5, atol=1e-6)
+    v = _RC.normal(size=z.shape) + 1j * _RC.normal(size=z.shape)
+    out, t = rune.jvp(f, (z,), (v,))
+    np.testing.assert_allclose(out, f(z))
+    np.testing.assert_allclose(t, (np.asarray(f(z + eps * v)) - np.asarray(f(z - eps * v)))
+                               / (2 * eps), rtol=1e-5, atol=1e-6)
+    batch = np.stack([z, z * 1.1])
+    np.testing.assert_allclose(rune.vmap(f)(batch), np.stack([f(z), f(z * 1.1)]))
+    np.testing.assert_allclose(rune.vmap(rune.grad(h))(batch),
+                               np.stack([rune.grad(h)(z), rune.grad(h)(z * 1.1)]), rtol=1e-10)
+    hv = rune.jvp(rune.grad(h), (z,), (v,))[1]
+    np.testing.assert_allclose(hv, (rune.grad(h)(z + eps * v) - rune.grad(h)(z - eps * v))
+                               / (2 * eps), rtol=1e-4, atol=1e-5)
