@@ -784,3 +784,16 @@ def test_complex_inputs(name):
     hv = rune.jvp(rune.grad(h), (z,), (v,))[1]
     np.testing.assert_allclose(hv, (rune.grad(h)(z + eps * v) - rune.grad(h)(z - eps * v))
                                / (2 * eps), rtol=1e-4, atol=1e-5)
+
+
+def test_power_with_zero_exponent_has_zero_derivative_at_zero():
+    # x ** 0 == 1 everywhere (NumPy: 0 ** 0 == 1), so its derivative is 0, not 0 * 0**-1 = NaN
+    with np.errstate(all="ignore"):
+        for f in (lambda x: x ** 0, lambda x: np.power(x, 0.0), lambda x: np.float_power(x, 0)):
+            assert rune.grad(f)(0.0) == 0.0
+            assert rune.jvp(f, (0.0,), (1.0,))[1] == 0.0
+        g = rune.grad(lambda x: np.sum(x ** np.array([0.0, 1.0, 2.0])))(np.zeros(3))
+        np.testing.assert_array_equal(g, [0.0, 1.0, 0.0])
+        assert rune.hessian(lambda x: x ** 2)(0.0) == 2.0
+        np.testing.assert_array_equal(
+            rune.vmap(rune.grad(lambda x, y: x ** y))(np.zeros(2), np.array([0.0, 2.0])), [0.0, 0.0])

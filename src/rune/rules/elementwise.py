@@ -131,10 +131,18 @@ reciprocal_p = unary(np.reciprocal, lambda x, y: -y * y, safe=True)
 square_p = unary(np.square, lambda x, y: 2 * x)
 sqrt_p = unary(np.sqrt, lambda x, y: 0.5 / y, safe=True)
 cbrt_p = unary(np.cbrt, lambda x, y: 1 / (3 * y * y), safe=True)
-power_p = binary(np.power, lambda x, y, z: y * x ** (y - 1),
+def _pow_dx(x, y, power=np.power):
+    """``d/dx x**y = y x**(y-1)``, and 0 where ``y == 0`` (``x**0 == 1``, even at ``x == 0``,
+    where ``0 * 0**-1`` would be NaN)."""
+    if not isinstance(y, Tracer) and np.ndim(y) == 0:      # x ** 2, x ** 0.5: decided once
+        return y * power(x, y - 1) if y != 0 else np.zeros_like(x)
+    return np.where(y == 0, 0, y * power(x, y - 1))
+
+
+power_p = binary(np.power, lambda x, y, z: _pow_dx(x, y),
                  lambda x, y, z: np.where(x == 0, 0, np.log(np.where(x == 0, 1, x)) * z),
                  safe=True)
-float_power_p = binary(np.float_power, lambda x, y, z: y * np.float_power(x, y - 1),
+float_power_p = binary(np.float_power, lambda x, y, z: _pow_dx(x, y, np.float_power),
                        lambda x, y, z: np.where(x == 0, 0,
                                                 np.log(np.where(x == 0, 1, x)) * z),
                        safe=True)
