@@ -1812,6 +1812,7 @@ def test_python_idioms_iteration_unpacking_builtins():
     np.testing.assert_allclose(rune.grad(lambda m: sum(np.sum(r ** 2) for r in m))(rows), 2 * rows)
 
 
+@pytest.mark.filterwarnings("ignore::rune.PerformanceWarning")
 def test_inplace_operators_match_numpy_values_and_derivatives():
     def f(x):
         y = x * 1.0
@@ -2248,6 +2249,7 @@ def _w_sort_method(x):
     return y
 
 
+@pytest.mark.filterwarnings("ignore::rune.PerformanceWarning")
 @pytest.mark.parametrize("f", [_w_fill_diagonal, _w_flat, _w_put, _w_putmask, _w_place, _w_copyto,
                                _w_copyto_where, _w_put_along_axis, _w_fill, _w_sort_method])
 def test_numpy_write_functions_on_traced_buffers(f):
@@ -2299,3 +2301,36 @@ def test_writes_through_views_match_numpy_or_raise(f):
     except (TypeError, ValueError, NotImplementedError):
         return                     # a clear refusal is acceptable
     np.testing.assert_allclose(out, f(x.copy()))
+
+
+def test_numpy_namespace_identical_before_import_and_after_transformations():
+    import subprocess
+    import sys
+    code = r'''
+import sys, numpy as np
+import numpy.linalg, numpy.fft, numpy.polynomial
+def snapshot():
+    snap = {}
+    for name, mod in list(sys.modules.items()):
+        if mod is None or not (name == "numpy" or name.startswith("numpy.")):
+            continue
+        for k, v in list(getattr(mod, "__dict__", {}).items()):
+            snap[(name, k)] = id(v)
+    return snap
+before = snapshot()
+nd = {k: id(v) for k, v in vars(np.ndarray).items()}
+import rune
+rune.grad(lambda x: np.sum(np.asarray(x) ** 2))(np.ones(2))
+rune.vmap(lambda x: np.polynomial.polynomial.polyval(x, [1.0, 2.0]))(np.ones(2))
+try:
+    rune.grad(lambda x: float(x))(1.0)
+except TypeError:
+    pass
+after = snapshot()
+changed = [k for k in before if k in after and before[k] != after[k] and not k[1].startswith("__")]
+assert not changed, changed[:10]
+assert all(nd.get(k) == id(v) for k, v in vars(np.ndarray).items())
+print("ok")
+'''
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and "ok" in r.stdout, r.stderr
