@@ -2334,3 +2334,35 @@ print("ok")
 '''
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and "ok" in r.stdout, r.stderr
+
+
+@pytest.mark.parametrize("write", [
+    lambda p, x: np.copyto(p, x),
+    lambda p, x: np.copyto(p, x, where=np.array([True, False, True])),
+    lambda p, x: np.put(p, [0, 1], x[:2]),
+    lambda p, x: np.place(p, np.array([True, False, True]), x[:2]),
+    lambda p, x: np.putmask(p, np.array([True, False, True]), x),
+    lambda p, x: np.put_along_axis(p, np.array([0, 1]), x[:2], axis=0),
+    lambda p, x: p.fill(x[0]),
+    lambda p, x: p.__setitem__(np.array([True, False, True]), x[:2]),
+    lambda p, x: p.__setitem__(np.array([0, 2]), x[:2]),
+    lambda p, x: p.__setitem__(0, x[0]),
+    lambda p, x: p[:2].__iadd__(x[:2]),
+    lambda p, x: np.fill_diagonal(p.reshape(1, 3), x[0]),
+    lambda p, x: np.add(p, x, out=p),
+], ids=["copyto", "copyto_where", "put", "place", "putmask", "put_along_axis", "fill",
+        "mask", "fancy", "element", "iadd_slice", "fill_diagonal", "add_out"])
+@pytest.mark.parametrize("mode", ["grad", "jvp"])
+def test_traced_writes_into_plain_arrays_are_refused(write, mode):
+    def f(x):
+        plain = np.zeros(3)
+        write(plain, x)
+        return np.sum(plain) + np.sum(x)
+    x = np.array([1.0, 2.0, 3.0])
+    with pytest.raises((rune.TracerConversionError, NotImplementedError)) as ei:
+        if mode == "grad":
+            rune.grad(f)(x)
+        else:
+            rune.jvp(f, (x,), (np.ones(3),))
+    msg = str(ei.value)
+    assert "zeros_like" in msg or "np.stack" in msg or "assign the result" in msg, msg
