@@ -242,3 +242,15 @@ def test_max_ties_split_evenly():
     np.testing.assert_array_equal(g, [0.0, 0.5, 0.5])
     g = rune.grad(lambda x: np.sum(np.maximum(x, 1.0)))(np.array([1.0, 2.0, 0.0]))
     np.testing.assert_array_equal(g, [0.5, 1.0, 0.0])
+
+
+def test_branch_not_taken_through_products_and_honest_nans():
+    entropy = lambda p: np.sum(np.where(p > 0, p * np.log(p), 0.0))   # noqa: E731
+    p = np.array([0.0, 0.5])
+    with np.errstate(all="ignore"):
+        np.testing.assert_allclose(rune.grad(entropy)(p), [0.0, np.log(0.5) + 1])
+        per = rune.vmap(rune.grad(entropy))(np.array([[0.0, 0.5], [0.25, 0.0]]))
+        np.testing.assert_allclose(per, [[0.0, np.log(0.5) + 1], [np.log(0.25) + 1, 0.0]])
+        # an infinite output keeps its NaN gradient: it is not the branch-not-taken case
+        g = rune.grad(lambda x: np.log(1 + np.exp(x)))(1000.0)
+        assert np.isnan(g)

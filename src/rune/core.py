@@ -346,6 +346,11 @@ def check_assign(target, value):
 
 _np_asarray = np.asarray   # the original, even while rune wraps np.asarray
 
+# Set while a backward pass is re-run because its first result had NaNs: elementwise
+# rules then give 0 wherever the incoming cotangent is 0, whatever the local
+# derivative (the branch not taken of np.where(p > 0, p * np.log(p), 0.0)).
+safe_products = [False]
+
 
 def rank(value):
     """The number of dimensions of an array, a NumPy scalar or a traced value."""

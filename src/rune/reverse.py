@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import tree as tree_util
-from .core import Trace, Tracer, new_trace, bind, tracer_class_pair, rank, stop_leaf
+from .core import Trace, Tracer, new_trace, bind, tracer_class_pair, rank, stop_leaf, safe_products
 
 __all__ = ["vjp", "grad", "value_and_grad", "stop_gradient"]
 
@@ -316,6 +316,17 @@ def vjp(f, *primals, has_aux=False):
                 slot = seeds.setdefault(node, [None] * len(node.out))
                 slot[pos] = c if slot[pos] is None else slot[pos] + c
         cts = backward(tape, seeds) if seeds else {}
+        if seeds and any(_has_nan(cts.get(node)) for node in in_nodes if node is not None) \
+                and _all_finite(out_vals):
+            # The output is finite but its gradient is not: a zero cotangent met an
+            # infinite local derivative (the branch not taken of an np.where, say
+            # np.where(p > 0, p * np.log(p), 0)). Run again with products that give 0
+            # there. (An infinite output keeps its honest NaN gradient.)
+            safe_products[0] = True
+            try:
+                cts = backward(tape, seeds)
+            finally:
+                safe_products[0] = False
         grads = []
         for x, node in zip(leaves, in_nodes):
             g = cts.get(node) if node is not None else None
@@ -328,6 +339,33 @@ def vjp(f, *primals, has_aux=False):
     if has_aux:
         return out, pullback, aux
     return out, pullback
+
+
+def _has_nan(g):
+    """Whether a cotangent (plain, or batched by vmap over plain arrays) holds a NaN."""
+    g = _visible(g)
+    return isinstance(g, (np.ndarray, np.generic)) and g.dtype.kind in "fc" \
+        and bool(np.isnan(g).any())
+
+
+def _visible(g):
+    """The concrete numbers behind ``g`` (through vmap's batches), or None if not visible."""
+    while isinstance(g, Tracer):
+        if not hasattr(g, "_bdim"):   # a derivative taken outside: values not visible here
+            return None
+        g = g._val                    # vmap's values hold every example: look inside
+    return g
+
+
+def _all_finite(values):
+    for v in values:
+        v = _visible(v)
+        if v is None:
+            return False
+        if isinstance(v, (float, complex, np.ndarray, np.generic)) and \
+                np.asarray(v).dtype.kind in "fc" and not np.all(np.isfinite(v)):
+            return False
+    return True
 
 
 def unalias(outs, inputs):

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core import Primitive, Tracer, bind
+from ..core import Primitive, Tracer, bind, safe_products
 from ..numpy_api import register_ufunc, implements, FUNCTIONS
 
 # --------------------------------------------------------------------------
@@ -76,7 +76,12 @@ def _scale(d, safe):
             with _quiet():
                 return safe_mul(g, d(*args, out))
         return rule
-    return lambda g, out, *args: g * d(*args, out)
+    def rule(g, out, *args):
+        if safe_products[0]:
+            with _quiet():
+                return safe_mul(g, d(*args, out))
+        return g * d(*args, out)
+    return rule
 
 
 ONE = object()   # the local derivative is exactly 1
