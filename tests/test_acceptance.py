@@ -1532,20 +1532,8 @@ def mutating(x):
     return np.sum(x)
 
 
-_XF_VMAP_NONE = pytest.mark.xfail(strict=True, reason=(
-    "vmap hands unmapped (in_axes=None) inputs, and the per-example fallback hands views, "
-    "to the user's function unwrapped: its writes mutate the caller's arrays"))
-_XF_CKPT = pytest.mark.xfail(strict=True, reason=(
-    "checkpoint under grad runs the function on the plain input arrays: its writes "
-    "mutate the caller's arrays"))
-
-
-@pytest.mark.parametrize("tr", ["grad", "jvp", "vjp", "vmap",
-                                pytest.param("jacfwd", marks=_XF_VMAP_NONE),
-                                pytest.param("vmap_none", marks=_XF_VMAP_NONE),
-                                pytest.param("vmap_fallback", marks=_XF_VMAP_NONE),
-                                "jacrev", "hessian", "hvp",
-                                pytest.param("checkpoint", marks=_XF_CKPT),
+@pytest.mark.parametrize("tr", ["grad", "jvp", "vjp", "vmap", "jacfwd", "vmap_none",
+                                "vmap_fallback", "jacrev", "hessian", "hvp", "checkpoint",
                                 "checkpoint_jvp", "value_and_grad"])
 def test_inputs_never_mutated(tr):
     x = np.array([1.0, 2.0, 3.0])
@@ -1948,10 +1936,6 @@ def test_vmap_keyword_arguments_are_mapped_like_jax():
     np.testing.assert_allclose(out, [[1.0] * 3, [2.0] * 3])
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "vmap passes unmapped (in_axes=None) arguments unwrapped, so a buffer copied from one "
-    "rejects a batched write: y = p.copy(); y += x raises NotImplementedError (out=), and "
-    "buf = np.zeros_like(p); buf[0] = x[0] falls back to a per-example loop"))
 def test_vmap_buffers_from_unmapped_arguments_accept_batched_writes():
     def layer(x, b):
         h = b.copy()

@@ -263,7 +263,10 @@ def vmap(f, in_axes=0, out_axes=0, axis_size=None, strict=False):
                              "or an explicit axis_size")
         try:
             with new_trace(BatchTrace, size, strict, fn_name) as trace:
-                inputs = [x if ax is None else BatchTracer(x, ax, trace)
+                # Unmapped arrays are wrapped too (not batched), so that a function writing
+                # into one (x[0] = 5) updates a traced copy, never the caller's array.
+                inputs = [BatchTracer(x, ax, trace)
+                          if ax is not None or type(x) is np.ndarray else x
                           for x, ax in zip(leaves, norm_axes)]
                 result = f(*tree_util.unflatten(in_tree, inputs))
                 out_leaves, out_tree = tree_util.flatten(result)
@@ -322,7 +325,10 @@ def vmap(f, in_axes=0, out_axes=0, axis_size=None, strict=False):
     def _per_example(f, leaves, in_tree, norm_axes, size):
         results = []
         for i in range(size):
+            # each example gets its own arrays: a function writing into one must not
+            # change the caller's (a view) or the next example's input
             ex = [x if ax is None else _index_axis(x, ax, i) for x, ax in zip(leaves, norm_axes)]
+            ex = [e.copy() if type(e) is np.ndarray else e for e in ex]
             results.append(f(*tree_util.unflatten(in_tree, ex)))
         flat = [tree_util.flatten(r) for r in results]
         out_tree = flat[0][1]

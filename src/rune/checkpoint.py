@@ -36,7 +36,7 @@ import types
 
 from . import core, tree as tree_util
 from .core import Tracer, new_trace, warn_once
-from .custom import (Call, bind_call, leaked, is_float, group_parents, record, rerun_pullback, vmap_flat,
+from .custom import (Call, bind_call, leaked, private_copies, is_float, group_parents, record, rerun_pullback, vmap_flat,
                      wrap_batched)
 from .forward import ForwardTrace, ForwardTracer
 
@@ -50,7 +50,7 @@ class CheckpointCall(Call):
 
     def reverse(self, trace, args):
         vals, parents = trace.unwrap(args)
-        outs = bind_call(self, vals)            # runs one level down: nothing kept here
+        outs = bind_call(self, private_copies(vals))   # one level down: nothing kept here
         if leaked(outs, trace.level) is not None:
             return self._inline(trace, args)
         fun = self.fun

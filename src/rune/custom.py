@@ -78,6 +78,12 @@ def bind_call(call, args):
     return call.other(trace, args)
 
 
+def private_copies(values):
+    """``values`` with plain arrays copied: a function run on them one level down (the
+    user's code, unwrapped) must not be able to write into the caller's arrays."""
+    return [v.copy() if type(v) is np.ndarray else v for v in values]
+
+
 def leaked(values, level):
     """The first value traced at ``level`` or above (the function closed over one), or None."""
     for v in values:
@@ -265,7 +271,7 @@ class VjpCall(Call):
 
     def reverse(self, trace, args):
         vals, parents = trace.unwrap(args)
-        outs, res = self.fwd(*vals)
+        outs, res = self.fwd(*private_copies(vals))
         if leaked(outs, trace.level) is not None or leaked(res, trace.level) is not None:
             raise _closure_error(self, trace)
         keys, groups = group_parents(parents)

@@ -59,6 +59,10 @@ def _diff_fn(f, args, nums, kwargs):
     return g
 
 
+def _copy_array(x):
+    return x.copy() if type(x) is np.ndarray else x
+
+
 def jacrev(f, argnums=0, has_aux=False):
     """The Jacobian of ``f`` by reverse mode (one pullback per output element, vmapped).
 
@@ -115,7 +119,6 @@ def jacfwd(f, argnums=0, has_aux=False):
         shapes = [_shape(in_leaves[k]) for k in float_idx]
         basis, sizes = _basis(shapes, [_dtype(in_leaves[k]) for k in float_idx])
         n = sum(sizes)
-        aux_box = []
 
         def push(*tangent_leaves):
             t_all = [np.zeros_like(x) if not _is_float_leaf(x) else None for x in in_leaves]
@@ -123,17 +126,18 @@ def jacfwd(f, argnums=0, has_aux=False):
                 t_all[k] = t
             tangents = tree_util.unflatten(in_tree, t_all)
             if has_aux:
-                out, t_out, aux = jvp(g, diff_args, tangents, has_aux=True)
-                aux_box.append(aux)
-                return t_out
+                return jvp(g, diff_args, tangents, has_aux=True)[1]
             return jvp(g, diff_args, tangents)[1]
 
-        out = g(*diff_args)
-        if has_aux:
-            out = out[0]
-        out_leaves, out_tree = tree_util.flatten(out)
-        t_outs = tree_util.leaves(vmap(push)(*basis)) if n else [
-            np.zeros((0,) + _shape(o)) for o in out_leaves]
+        if n:
+            pushed = vmap(push)(*basis)
+            out_tree = tree_util.structure(pushed)
+            t_outs = tree_util.leaves(pushed)
+            out_leaves = [t[0] for t in t_outs]     # shape and dtype of each output
+        else:
+            out = g(*tree_util.map(_copy_array, diff_args))
+            out_leaves, out_tree = tree_util.flatten(out[0] if has_aux else out)
+            t_outs = [np.zeros((0,) + _shape(o)) for o in out_leaves]
         per_out = []
         for o, t in zip(out_leaves, t_outs):
             oshape = _shape(o)
@@ -156,7 +160,7 @@ def jacfwd(f, argnums=0, has_aux=False):
             per_out.append(jac[0] if single else jac)
         result = tree_util.unflatten(out_tree, per_out)
         if has_aux:
-            return result, (aux_box[0] if aux_box else g(*diff_args)[1])
+            return result, g(*tree_util.map(_copy_array, diff_args))[1]
         return result
 
     _wrap_name(jacfun, f, "jacfwd")
