@@ -150,6 +150,8 @@ def jvp(f, primals, tangents, has_aux=False):
                 raise ValueError("has_aux=True needs f to return a pair (output, aux)")
             result, aux = result
             aux = tree_util.map(lambda a: _unwrap(a, trace)[0], aux)
+            aux_leaves, aux_tree = tree_util.flatten(aux)
+            aux = tree_util.unflatten(aux_tree, unalias(aux_leaves, leaves + t_leaves))
         out_leaves, out_tree = tree_util.flatten(result)
         pairs = [_unwrap(o, trace) for o in out_leaves]
     outs = unalias([o for o, _ in pairs], leaves)
@@ -160,11 +162,22 @@ def jvp(f, primals, tangents, has_aux=False):
         elif type(o) is float and not isinstance(t, Tracer):
             t = float(t)
         touts.append(t)
+    if all(type(x) in (float, complex) for x in leaves if _is_float_leaf(x)) and \
+            any(_is_float_leaf(x) for x in leaves):
+        # Python numbers in, Python numbers out (a 0-d result of a scalar computation)
+        outs = [_python_scalar(o) for o in outs]
+        touts = [_python_scalar(t) for t in touts]
     out = tree_util.unflatten(out_tree, outs)
     t_out = tree_util.unflatten(out_tree, unalias(touts, t_leaves + leaves))
     if has_aux:
         return out, t_out, aux
     return out, t_out
+
+
+def _python_scalar(x):
+    if isinstance(x, (np.ndarray, np.generic)) and x.shape == () and x.dtype.kind in "fc":
+        return complex(x) if x.dtype.kind == "c" else float(x)
+    return x
 
 
 def _unwrap(x, trace):

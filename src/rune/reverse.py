@@ -280,6 +280,8 @@ def vjp(f, *primals, has_aux=False):
                                  f"got {type(result).__name__}")
             result, aux = result
             aux = tree_util.map(lambda a: _stop(a, trace), aux)
+            aux_leaves, aux_tree = tree_util.flatten(aux)
+            aux = tree_util.unflatten(aux_tree, unalias(aux_leaves, leaves))
         out_leaves, out_tree = tree_util.flatten(result)
         out_nodes = []
         out_vals = []
@@ -369,14 +371,13 @@ def _all_finite(values):
 
 
 def unalias(outs, inputs):
-    """Copy any output array that may share memory with an input array (SPEC 4)."""
+    """Results the user may write into: copy any output array that is read-only (a
+    broadcast view) or may share memory with an input array (SPEC 4)."""
     arrays = [x for x in inputs if isinstance(x, np.ndarray) and x.size]
-    if not arrays:
-        return outs
     res = []
     for o in outs:
-        if isinstance(o, np.ndarray) and o.size and any(np.may_share_memory(o, x)
-                                                        for x in arrays):
+        if isinstance(o, np.ndarray) and o.size and (
+                not o.flags.writeable or any(np.may_share_memory(o, x) for x in arrays)):
             o = o.copy()
         res.append(o)
     return res
