@@ -1896,9 +1896,6 @@ def test_vmap_batched_indices_gather_and_scatter():
     np.testing.assert_allclose(per_ex[1][0], 2 * W[0])
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "check_grads reports the first leaf that fails, not the worst: p['a'] off by 1% is "
-    "named while p['b'] is off by 50%"))
 def test_check_grads_reports_the_worst_leaf_not_the_first():
     def scaled_sin(scale):
         @rune.custom_jvp
@@ -1917,8 +1914,6 @@ def test_check_grads_reports_the_worst_leaf_not_the_first():
     assert "['b']" in str(ei.value), str(ei.value)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "vmap refuses keyword arguments (TypeError); JAX maps them over their leading axis"))
 def test_vmap_keyword_arguments_are_mapped_like_jax():
     out = rune.vmap(lambda x, y=None: x * y)(np.ones((2, 3)), y=np.array([[1.0], [2.0]]))
     np.testing.assert_allclose(out, [[1.0] * 3, [2.0] * 3])
@@ -2104,17 +2099,11 @@ def test_errors_inside_rules_and_recomputation_propagate_unchanged():
             assert np.asarray is _pristine_asarray()[0]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "hvp(f, x, v) with arrays instead of tuples unpacks the array into arguments: a "
-    "confusing TypeError from the user's function (jvp gives a clear ValueError)"))
 def test_hvp_non_tuple_primals_is_a_clear_value_error():
     with pytest.raises(ValueError, match="tuple"):
         rune.hvp(lambda x: np.sum(x ** 3), np.ones(2), np.ones(2))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "ndarray.partition / argpartition are missing on traced values (AttributeError), "
-    "although np.partition / np.argpartition are supported"))
 def test_partition_methods_on_traced_values():
     x = np.array([3.0, 1.0, 2.0, 5.0])
 

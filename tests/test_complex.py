@@ -272,7 +272,7 @@ def _prim(jvp, vjp):
 def test_check_grads_catches_a_conjugated_vjp():
     p = _prim(lambda t, out, x: 3 * x * x * t, lambda ct, out, x: np.conj(3 * x * x) * ct)
     rune.check_grads(lambda x: p(x), np.array([0.5, 1.5]))   # real: conj is harmless
-    with pytest.raises(AssertionError, match="reverse-mode"):
+    with pytest.raises(AssertionError, match="reverse-mode|vjp and jvp disagree"):
         rune.check_grads(lambda x: p(x), Z)
 
 
@@ -280,5 +280,5 @@ def test_check_grads_catches_a_wrong_imaginary_direction():
     # the JVP of z**3 written with the real derivative of Re(t) only
     p = _prim(lambda t, out, x: 3 * x * x * np.real(t), lambda ct, out, x: 3 * x * x * ct)
     rune.check_grads(lambda x: p(x), np.array([0.5, 1.5]))
-    with pytest.raises(AssertionError, match="forward-mode"):
+    with pytest.raises(AssertionError, match="forward-mode|vjp and jvp disagree"):
         rune.check_grads(lambda x: p(x), Z)

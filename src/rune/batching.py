@@ -210,7 +210,18 @@ def vmap(f, in_axes=0, out_axes=0, axis_size=None, strict=False):
     """
     fn_name = getattr(f, "__name__", "f")
 
-    def vmapped(*args):
+    def vmapped(*args, **kwargs):
+        if kwargs:   # keyword arguments are mapped over their axis 0, as in JAX
+            names = list(kwargs)
+            n = len(args)
+            axes = in_axes if isinstance(in_axes, (tuple, list)) else (in_axes,) * n
+            if len(axes) != n:
+                raise ValueError(f"vmap in_axes has {len(axes)} entries but {fn_name} was "
+                                 f"called with {n} positional argument(s)")
+            g = lambda *a: f(*a[:n], **dict(zip(names, a[n:])))   # noqa: E731
+            g.__name__ = fn_name
+            return vmap(g, tuple(axes) + (0,) * len(names), out_axes, axis_size, strict)(
+                *args, *kwargs.values())
         leaves, in_tree = tree_util.flatten(args)
         if isinstance(in_axes, list):
             axes_prefix = tuple(in_axes)

@@ -190,6 +190,9 @@ def hvp(f, primals, tangents):
     >>> hv[0]
     array([6., 0.])
     """
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise ValueError("hvp takes primals and tangents as tuples (one entry per argument), "
+                         f"got {type(primals).__name__} and {type(tangents).__name__}")
     primals, tangents = tuple(primals), tuple(tangents)
     nums = tuple(range(len(primals)))
     return jvp(grad(f, argnums=nums), primals, tangents)

@@ -418,6 +418,10 @@ def install():
     T.astype = lambda self, dtype, order="K", casting="unsafe", subok=True, copy=True: (
         FUNCTIONS["astype"](self, dtype, copy))
     T.sort = _sort_inplace
+    T.partition = lambda self, kth, axis=-1, kind="introselect", order=None: self._assign(
+        np.partition(self, kth, axis=axis))
+    T.argpartition = lambda self, kth, axis=-1, kind="introselect", order=None: (
+        np.argpartition(self, kth, axis=axis))
     T.fill = lambda self, value: self._assign(np.full_like(self, value))
     T.T = property(lambda self: FUNCTIONS[np.transpose](self, None))
     T.mT = property(lambda self: FUNCTIONS[np.swapaxes](self, -1, -2))

@@ -111,9 +111,10 @@ def _perturb(args, in_tree, leaves, j, v, eps):
     return tree_util.unflatten(in_tree, new)
 
 
-def _fail(what, path, err, tol, order):
-    raise AssertionError(f"check_grads: {what} at {path} (order {order}): error {err:.3e} "
-                         f"exceeds the tolerance {tol:.3e}")
+def _failure(what, path, err, tol, order):
+    return (err / tol if tol else float("inf"),
+            f"check_grads: {what} at {path} (order {order}): error {err:.3e} exceeds the "
+            f"tolerance {tol:.3e}")
 
 
 def _compare_elems(a, b, rtol, atol):
@@ -156,6 +157,7 @@ def check_grads(f, *args, order=2, modes=("fwd", "rev"), eps=None, rtol=None, at
     u = tree_util.map(lambda o: _random_like(o, rng) if _is_diff(o) else np.zeros_like(o), out)
     _, pullback = vjp(f, *args)
     cts = tree_util.leaves(pullback(u))
+    failures = []    # (error / tolerance, message): the worst one is reported
     for j in diff:
         v = _random_like(leaves[j], rng)
         plus = f(*_perturb(args, in_tree, leaves, j, v, eps))
@@ -170,8 +172,9 @@ def check_grads(f, *args, order=2, modes=("fwd", "rev"), eps=None, rtol=None, at
             _, t_out = jvp(f, args, tangents)
             err, tol = _compare_elems(t_out, fd, rtol, atol)
             if err > tol:
-                _fail("the forward-mode (jvp) derivative disagrees with finite differences",
-                      paths[j], err, tol, order)
+                failures.append(_failure(
+                    "the forward-mode (jvp) derivative disagrees with finite differences",
+                    paths[j], err, tol, order))
         if "rev" in modes:
             lhs = _pair(cts[j], v)
             rhs = _pair(u, fd)
@@ -179,14 +182,18 @@ def check_grads(f, *args, order=2, modes=("fwd", "rev"), eps=None, rtol=None, at
                         for o in tree_util.leaves(fd)) + 1.0
             tol = atol * scale + rtol * abs(rhs) + rtol * scale * 1e-2
             if abs(lhs - rhs) > tol:
-                _fail("the reverse-mode (vjp) derivative disagrees with finite differences",
-                      paths[j], abs(lhs - rhs), tol, order)
+                failures.append(_failure(
+                    "the reverse-mode (vjp) derivative disagrees with finite differences",
+                    paths[j], abs(lhs - rhs), tol, order))
             if t_out is not None:
                 rhs2 = _pair(u, t_out)
                 tol2 = 1e-9 * (abs(rhs2) + scale) if prec == "float64" else tol
                 if abs(lhs - rhs2) > max(tol2, 1e-12):
-                    _fail("vjp and jvp disagree (<vjp(u), v> != <u, jvp(v)>)",
-                          paths[j], abs(lhs - rhs2), tol2, order)
+                    failures.append(_failure(
+                        "vjp and jvp disagree (<vjp(u), v> != <u, jvp(v)>)",
+                        paths[j], abs(lhs - rhs2), max(tol2, 1e-12), order))
+    if failures:
+        raise AssertionError(max(failures)[1])
     if order > 1:
         v_all = tree_util.unflatten(in_tree, [
             _random_like(x, rng) if _is_diff(x) else x for x in leaves])
