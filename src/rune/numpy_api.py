@@ -374,6 +374,12 @@ def install():
     T = Tracer
     T.__array_ufunc__ = array_ufunc
     T.__array_function__ = array_function
+    # Array-API-aware libraries (SciPy through array_api_compat) then treat a traced value
+    # as a writeable array of the NumPy namespace, whose calls rune intercepts.
+    T.__array_namespace__ = lambda self, api_version=None: np
+    T.flags = property(_no_memory_layout)
+    T.ctypes = property(_no_memory_layout)
+    T.data = property(_no_memory_layout)
     ops = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.true_divide,
            "floordiv": np.floor_divide, "mod": np.remainder, "pow": np.power,
            "matmul": np.matmul, "and": np.bitwise_and, "or": np.bitwise_or,
@@ -454,6 +460,15 @@ class _FlatView:
 
     def __iter__(self):
         return iter(np.ravel(self.base))
+
+
+def _no_memory_layout(self):
+    raise TracerConversionError(
+        f"the memory of a traced array (shape {self.shape}, dtype {self.dtype}) was "
+        f"requested (flags, ctypes or data): the caller is compiled code (scipy.linalg, "
+        f"a C extension) that cannot see traced values, so rune cannot differentiate "
+        f"through it. Use NumPy's own functions (np.linalg.solve, ...), which rune "
+        f"supports, or rune.stop_gradient if no derivative is wanted")
 
 
 def _tracer_copy(self):
