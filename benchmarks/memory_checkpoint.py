@@ -17,12 +17,12 @@ import gc
 import statistics
 import sys
 import time
-import tracemalloc
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness import peak_memory  # noqa: E402  (also puts the working tree's src/ first)
 import rune  # noqa: E402
 
 DEPTH, WIDTH, COLS, SEGMENT = 200, 256, 64, 10
@@ -47,19 +47,6 @@ def loss_checkpointed(W, x):
     for _ in range(DEPTH // SEGMENT):
         x = segment(W, x)
     return np.sum(x)
-
-
-def peak_memory(fn):
-    fn()
-    gc.collect()
-    tracemalloc.start()
-    try:
-        tracemalloc.reset_peak()
-        base = tracemalloc.get_traced_memory()[0]
-        fn()
-        return tracemalloc.get_traced_memory()[1] - base
-    finally:
-        tracemalloc.stop()
 
 
 def timings(fns, repeats=15):

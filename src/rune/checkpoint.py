@@ -168,6 +168,7 @@ def checkpoint(fun):
             return tuple(out_leaves)
 
         flat_fun.__name__ = name
+        flat_fun.__wrapped__ = fun
         outs = bind_call(CheckpointCall(flat_fun, name), leaves)
         return tree_util.unflatten(state["tree"], outs)
 

@@ -237,6 +237,7 @@ def vmap_flat(fun, in_axes, size, trace, name):
     def per_example(*a):
         return fun(*a)
     per_example.__name__ = name
+    per_example.__wrapped__ = fun     # one-time warnings are keyed by the user's function
     return vmap(per_example, in_axes=tuple(in_axes), out_axes=0, axis_size=size,
                 strict=trace.strict)
 
@@ -332,7 +333,47 @@ def _closure_error(call, trace):
         f"an argument (use nondiff_argnums for values that are not differentiated)")
 
 
-class custom_vjp:
+class _CustomFunction:
+    """What custom_vjp and custom_jvp share: wrapping, methods, and flattening a call."""
+
+    kind = "custom"
+
+    def __init__(self, fun, nondiff_argnums=()):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.nondiff_argnums = _normalize_argnums(nondiff_argnums)
+
+    def __get__(self, obj, objtype=None):
+        return self if obj is None else functools.partial(self, obj)
+
+    def _flatten_call(self, args, kwargs, rule, how_to_set):
+        """``None`` when the function just runs (no traced argument), else the pieces of
+        a flattened call: ``(args, static, diff, rebuild, leaves, in_tree, state, flat_fun)``."""
+        name = _name(self.fun)
+        if rule is None:
+            raise TypeError(f"the {self.kind} function {name} has no rule: call "
+                            f"{name}.{how_to_set} first")
+        if not core._active_count:          # no transformation anywhere: just call it
+            return None
+        args = _resolve_kwargs(self.fun, args, kwargs, self.kind)
+        static, diff, rebuild = _split(args, self.nondiff_argnums, name)
+        leaves, in_tree = tree_util.flatten(tuple(diff))
+        if not any(isinstance(x, Tracer) for x in leaves):
+            return None
+        state = _State()
+        fun = self.fun
+
+        def flat_fun(*xs):
+            out = fun(*rebuild(tree_util.unflatten(in_tree, xs)))
+            out_leaves, state.out_tree = tree_util.flatten(out)
+            return tuple(out_leaves)
+
+        flat_fun.__name__ = name
+        flat_fun.__wrapped__ = fun
+        return args, static, diff, rebuild, leaves, in_tree, state, flat_fun
+
+
+class custom_vjp(_CustomFunction):
     """A function with a user-defined reverse-mode rule (JAX's conventions).
 
     ``f.defvjp(fwd, bwd)``: ``fwd(*args) -> (out, residuals)``;
@@ -351,10 +392,10 @@ class custom_vjp:
     array([1., 1.])
     """
 
+    kind = "custom_vjp"
+
     def __init__(self, fun, nondiff_argnums=()):
-        functools.update_wrapper(self, fun)
-        self.fun = fun
-        self.nondiff_argnums = _normalize_argnums(nondiff_argnums)
+        super().__init__(fun, nondiff_argnums)
         self.fwd = None
         self.bwd = None
 
@@ -363,28 +404,13 @@ class custom_vjp:
         self.fwd = fwd
         self.bwd = bwd
 
-    def __get__(self, obj, objtype=None):
-        return self if obj is None else functools.partial(self, obj)
-
     def __call__(self, *args, **kwargs):
-        name = _name(self.fun)
-        if self.fwd is None:
-            raise TypeError(f"the custom_vjp function {name} has no rule: call "
-                            f"{name}.defvjp(fwd, bwd) first")
-        if not core._active_count:          # no transformation anywhere: just call it
+        call = self._flatten_call(args, kwargs, self.fwd, "defvjp(fwd, bwd)")
+        if call is None:
             return self.fun(*args, **kwargs)
-        args = _resolve_kwargs(self.fun, args, kwargs, "custom_vjp")
-        static, diff, rebuild = _split(args, self.nondiff_argnums, name)
-        leaves, in_tree = tree_util.flatten(tuple(diff))
-        if not any(isinstance(x, Tracer) for x in leaves):
-            return self.fun(*args)
-        state = _State()
-        fun, fwd, bwd = self.fun, self.fwd, self.bwd
-
-        def flat_fun(*xs):
-            out = fun(*rebuild(tree_util.unflatten(in_tree, xs)))
-            out_leaves, state.out_tree = tree_util.flatten(out)
-            return tuple(out_leaves)
+        args, static, diff, rebuild, leaves, in_tree, state, flat_fun = call
+        name = flat_fun.__name__
+        fwd, bwd = self.fwd, self.bwd
 
         def flat_fwd(*xs):
             res = fwd(*rebuild(tree_util.unflatten(in_tree, xs)))
@@ -405,7 +431,7 @@ class custom_vjp:
             cts = bwd(*static, r, g)
             return _check_bwd_output(cts, diff, arg_names, name)
 
-        flat_fun.__name__ = flat_fwd.__name__ = flat_bwd.__name__ = name
+        flat_fwd.__name__ = flat_bwd.__name__ = name
         outs = bind_call(VjpCall(flat_fun, flat_fwd, flat_bwd, name), leaves)
         return tree_util.unflatten(state.out_tree, outs)
 
@@ -536,7 +562,7 @@ class JvpCall(Call):
         return wrap_batched(trace, outs)
 
 
-class custom_jvp:
+class custom_jvp(_CustomFunction):
     """A function with a user-defined forward-mode rule (JAX's conventions).
 
     ``f.defjvp(rule)`` (also usable as a decorator): ``rule(primals, tangents)
@@ -559,10 +585,10 @@ class custom_jvp:
     1.0
     """
 
+    kind = "custom_jvp"
+
     def __init__(self, fun, nondiff_argnums=()):
-        functools.update_wrapper(self, fun)
-        self.fun = fun
-        self.nondiff_argnums = _normalize_argnums(nondiff_argnums)
+        super().__init__(fun, nondiff_argnums)
         self.jvp = None
 
     def defjvp(self, rule):
@@ -570,28 +596,13 @@ class custom_jvp:
         self.jvp = rule
         return rule
 
-    def __get__(self, obj, objtype=None):
-        return self if obj is None else functools.partial(self, obj)
-
     def __call__(self, *args, **kwargs):
-        name = _name(self.fun)
-        if self.jvp is None:
-            raise TypeError(f"the custom_jvp function {name} has no rule: call "
-                            f"{name}.defjvp(rule) first")
-        if not core._active_count:
+        call = self._flatten_call(args, kwargs, self.jvp, "defjvp(rule)")
+        if call is None:
             return self.fun(*args, **kwargs)
-        args = _resolve_kwargs(self.fun, args, kwargs, "custom_jvp")
-        static, diff, rebuild = _split(args, self.nondiff_argnums, name)
-        leaves, in_tree = tree_util.flatten(tuple(diff))
-        if not any(isinstance(x, Tracer) for x in leaves):
-            return self.fun(*args)
-        state = _State()
-        fun, rule = self.fun, self.jvp
-
-        def flat_fun(*xs):
-            out = fun(*rebuild(tree_util.unflatten(in_tree, xs)))
-            out_leaves, state.out_tree = tree_util.flatten(out)
-            return tuple(out_leaves)
+        args, static, diff, rebuild, leaves, in_tree, state, flat_fun = call
+        name = flat_fun.__name__
+        rule = self.jvp
 
         def flat_rule(p_leaves, t_leaves):
             primals = tree_util.unflatten(in_tree, p_leaves)
@@ -624,7 +635,7 @@ class custom_jvp:
                 fitted.append(tl)
             return tuple(out_leaves), tuple(fitted)
 
-        flat_fun.__name__ = flat_rule.__name__ = name
+        flat_rule.__name__ = name
         outs = bind_call(JvpCall(flat_fun, flat_rule, name), leaves)
         return tree_util.unflatten(state.out_tree, outs)
 
