@@ -61,6 +61,10 @@ class BatchTracer(Tracer):
             return s
         return s[:b] + s[b + 1:]
 
+    @property
+    def ndim(self):
+        return self._val.ndim - (self._bdim is not None)
+
     def _concrete(self):
         if self._bdim is None:
             return self._val
