@@ -245,7 +245,7 @@ class Tracer:
 
     @property
     def ndim(self):
-        return len(self.shape)
+        return rank(self._val)
 
     @property
     def size(self):
