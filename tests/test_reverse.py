@@ -254,3 +254,16 @@ def test_branch_not_taken_through_products_and_honest_nans():
         # an infinite output keeps its NaN gradient: it is not the branch-not-taken case
         g = rune.grad(lambda x: np.log(1 + np.exp(x)))(1000.0)
         assert np.isnan(g)
+
+
+def test_numpy_reductions_of_lists_of_traced_values():
+    w = np.array([1.0, 2.0, 3.0])
+    cases = [(lambda w: np.sum([w[0], w[1]]), [1.0, 1.0, 0.0]),
+             (lambda w: np.max([w[0], 2 * w[1]]), [0.0, 2.0, 0.0]),
+             (lambda w: np.mean([w[0], w[1]]), [0.5, 0.5, 0.0]),
+             (lambda w: np.prod((w[0], w[2])), [3.0, 0.0, 1.0]),
+             (lambda w: np.var([w[0], w[1]]), [-0.5, 0.5, 0.0])]
+    for f, want in cases:
+        np.testing.assert_allclose(rune.grad(f)(w), want)
+        rune.check_grads(f, w, order=2)
+    assert np.sum([1, 2]) == 3 and np.mean([1.0, 2.0]) == 1.5

@@ -303,6 +303,20 @@ def wrap_while_active(module, attr, make_wrapper):
     _sites_seen[0] = 0
 
 
+def _lists_of_traced(orig, np_func=None):
+    """``orig(obj, ...)`` with ``obj`` a list/tuple holding traced values made one traced
+    array first (``np.sum([a, b])``: NumPy's dispatch does not look inside lists); with
+    ``np_func``, rune's own implementation of it is called on that array instead."""
+    def wrapper(obj, *args, **kwargs):
+        if type(obj) in (list, tuple) and _contains_tracer(obj):
+            obj = _np_asarray_traced(obj)
+            if np_func is not None:
+                return FUNCTIONS[np_func](obj, *args, **kwargs)
+        return orig(obj, *args, **kwargs)
+    wrapper.__wrapped__ = orig
+    return wrapper
+
+
 def _coercion_sites():
     """Every place in NumPy's own modules (and ``numpy`` itself) that holds one of the
     coercion functions, so NumPy's pure-Python implementations see traced values too."""
@@ -487,6 +501,12 @@ def _sort_inplace(self, axis=-1, kind=None, order=None):
 def _setitem(self, idx, value):
     self._assign(FUNCTIONS["setitem"](self, idx, value))
 
+
+wrap_while_active("numpy._core.fromnumeric", "_wrapreduction", _lists_of_traced)
+wrap_while_active("numpy._core.fromnumeric", "_wrapfunc", _lists_of_traced)
+for _name, _np_func in (("_mean", np.mean), ("_var", np.var), ("_std", np.std)):
+    wrap_while_active("numpy._core._methods", _name,
+                      lambda orig, f=_np_func: _lists_of_traced(orig, f))
 
 core._coercion_hooks[0] = _install_coercion
 core._coercion_hooks[1] = _uninstall_coercion
