@@ -15,16 +15,6 @@ import pytest
 import rune
 
 
-@pytest.fixture(autouse=True)
-def _isolate_performance_warning_registry():
-    """rune warns once per function per process: keep the warnings these tests trigger
-    from silencing the ones other test modules expect."""
-    warned = getattr(rune.core, "_warned", None)
-    saved = set(warned) if warned is not None else None
-    yield
-    if saved is not None:
-        warned.clear()
-        warned.update(saved)
 
 EPS = 1e-6
 
