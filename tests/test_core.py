@@ -94,3 +94,20 @@ def test_write_inner_value_into_outer_buffer_is_refused():
         return np.sum(buf * x)
     with pytest.raises(ValueError, match="inner"):
         rune.grad(outer)(np.ones(2))
+
+
+def test_tape_keeps_only_declared_residuals():
+    import weakref
+    refs = []
+
+    def f(x):
+        pre = x + 1.0              # add keeps nothing; exp keeps only its output
+        refs.append(weakref.ref(pre._val))
+        return np.sum(np.exp(pre))
+    x = np.array([0.5, 1.0])
+    out, pullback = rune.vjp(f, x)
+    import gc
+    gc.collect()
+    assert refs[0]() is None       # the intermediate is gone, the pullback still works
+    np.testing.assert_allclose(pullback(1.0)[0], np.exp(x + 1.0))
+    np.testing.assert_allclose(pullback(2.0)[0], 2 * np.exp(x + 1.0))

@@ -79,10 +79,11 @@ class Primitive:
     ``grad``/``jvp``.  ``multiple_results`` primitives return a tuple.
     """
 
-    __slots__ = ("name", "impl", "jvp", "vjp", "batch", "nondiff", "multiple_results")
+    __slots__ = ("name", "impl", "jvp", "vjp", "batch", "nondiff", "multiple_results",
+                 "residuals")
 
     def __init__(self, name, impl, *, jvp=None, vjp=None, batch=None,
-                 nondiff=False, multiple_results=False):
+                 nondiff=False, multiple_results=False, residuals=None):
         self.name = name
         self.impl = impl
         self.jvp = jvp
@@ -90,6 +91,9 @@ class Primitive:
         self.batch = batch
         self.nondiff = nondiff
         self.multiple_results = multiple_results
+        # What the VJP rules read: None (arguments and output), or a subset of
+        # ("args", "out"); the tape keeps only that, the rest is passed as None.
+        self.residuals = residuals
 
     def __call__(self, *args, **params):
         return bind(self, *args, **params)

@@ -22,14 +22,26 @@ __all__ = ["vjp", "grad", "value_and_grad", "stop_gradient"]
 class Node:
     """One recorded primitive application (or an input, with ``vjp`` None)."""
 
-    __slots__ = ("vjp", "args", "params", "out", "parents")
+    __slots__ = ("vjp", "args", "params", "out", "parents", "meta")
 
-    def __init__(self, vjp, args, params, out, parents):
+    def __init__(self, vjp, args, params, out, parents, meta=None):
         self.vjp = vjp          # tuple of per-argument rules, or None for an input
         self.args = args        # the unwrapped arguments (residuals)
         self.params = params
         self.out = out          # the unwrapped output (a tuple for multiple results)
         self.parents = parents  # tuple of (arg index, parent node, output position)
+        self.meta = out if meta is None else meta   # what has the output's shape and dtype
+
+
+class _Meta:
+    """The shape and dtype of an output whose value the backward pass does not need."""
+
+    __slots__ = ("shape", "dtype")
+
+    def __init__(self, value):
+        self.shape = value.shape
+        self.dtype = value.dtype
+
 
 
 class ReverseTracer(Tracer):
@@ -91,7 +103,16 @@ class ReverseTrace(Trace):
             if prim.vjp is None:
                 raise NotImplementedError(
                     f"{prim.name!r} has no reverse-mode rule, so it cannot be used under grad/vjp")
-            node = Node(prim.vjp, vals, params, out, parents)
+            keep = prim.residuals
+            if keep is None:
+                node = Node(prim.vjp, vals, params, out, parents)
+            else:
+                # Keep only what the VJP rules read, so that memory (a layer's
+                # pre-activation, say) is freed as soon as the forward pass drops it.
+                node = Node(prim.vjp,
+                            vals if "args" in keep else (None,) * len(vals), params,
+                            out if "out" in keep else None, parents,
+                            None if "out" in keep else _Meta(out))
             self.tape.append(node)
         if prim.multiple_results:
             return tuple(ReverseTracer(o, self, node, k) for k, o in enumerate(out))
@@ -167,7 +188,7 @@ def backward(tape, seeds):
             if c is None:
                 continue
             if pos is None:
-                c = _fit(c, pnode.out)
+                c = _fit(c, pnode.meta)
                 prev = cts.get(pnode)
                 if prev is None:
                     cts[pnode] = c

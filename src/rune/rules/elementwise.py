@@ -88,27 +88,33 @@ ONE = object()   # the local derivative is exactly 1
 NEG = object()   # the local derivative is exactly -1
 
 
-def elementwise(ufunc, *partials, safe=False, name=None):
+def elementwise(ufunc, *partials, safe=False, name=None, uses=None):
     """A differentiable elementwise primitive for ``ufunc`` with local derivatives ``partials``.
 
     Each partial is ``d(*args, out)``, ``ONE``, ``NEG`` or ``None`` (no derivative).
     JVP and VJP are the same rule, ``g * d``, since ``d`` is a scalar per element.
+    ``uses`` says what the partials read, ``"out"`` or ``"args"`` (default: both), so
+    that the tape keeps nothing else.
     """
     rules = tuple(None if d is None else _scale(d, safe) for d in partials)
-    p = Primitive(name or ufunc.__name__, ufunc, jvp=rules, vjp=rules)
+    if all(d is None or d is ONE or d is NEG for d in partials):
+        residuals = ()
+    else:
+        residuals = None if uses is None else (uses,)
+    p = Primitive(name or ufunc.__name__, ufunc, jvp=rules, vjp=rules, residuals=residuals)
     p.batch = elementwise_batch(p)
     register_ufunc(ufunc, p)
     return p
 
 
-def unary(ufunc, d, safe=False):
+def unary(ufunc, d, safe=False, uses=None):
     """``unary(np.sin, lambda x, y: np.cos(x))``: ``d(x, y)`` with ``y`` the output."""
-    return elementwise(ufunc, d, safe=safe)
+    return elementwise(ufunc, d, safe=safe, uses=uses)
 
 
-def binary(ufunc, dx, dy, safe=False):
+def binary(ufunc, dx, dy, safe=False, uses=None):
     """``binary(np.multiply, lambda x, y, z: y, lambda x, y, z: x)``: ``z`` is the output."""
-    return elementwise(ufunc, dx, dy, safe=safe)
+    return elementwise(ufunc, dx, dy, safe=safe, uses=uses)
 
 
 def nondiff(ufunc, name=None):
@@ -128,14 +134,14 @@ LN10 = np.log(10.0)
 
 add_p = binary(np.add, ONE, ONE)
 subtract_p = binary(np.subtract, ONE, NEG)
-multiply_p = binary(np.multiply, lambda x, y, z: y, lambda x, y, z: x)
+multiply_p = binary(np.multiply, lambda x, y, z: y, lambda x, y, z: x, uses="args")
 divide_p = binary(np.true_divide, lambda x, y, z: 1 / y, lambda x, y, z: -z / y, safe=True)
 negative_p = unary(np.negative, NEG)
 positive_p = unary(np.positive, ONE)
-reciprocal_p = unary(np.reciprocal, lambda x, y: -y * y, safe=True)
-square_p = unary(np.square, lambda x, y: 2 * x)
-sqrt_p = unary(np.sqrt, lambda x, y: 0.5 / y, safe=True)
-cbrt_p = unary(np.cbrt, lambda x, y: 1 / (3 * y * y), safe=True)
+reciprocal_p = unary(np.reciprocal, lambda x, y: -y * y, safe=True, uses="out")
+square_p = unary(np.square, lambda x, y: 2 * x, uses="args")
+sqrt_p = unary(np.sqrt, lambda x, y: 0.5 / y, safe=True, uses="out")
+cbrt_p = unary(np.cbrt, lambda x, y: 1 / (3 * y * y), safe=True, uses="out")
 def _pow_dx(x, y, power=np.power):
     """``d/dx x**y = y x**(y-1)``, and 0 where ``y == 0`` (``x**0 == 1``, even at ``x == 0``,
     where ``0 * 0**-1`` would be NaN)."""
@@ -181,10 +187,10 @@ def _tie_nan(x, y, wins):
 # Exponentials and logarithms
 # --------------------------------------------------------------------------
 
-exp_p = unary(np.exp, lambda x, y: y)
-exp2_p = unary(np.exp2, lambda x, y: y * LN2)
-expm1_p = unary(np.expm1, lambda x, y: y + 1)
-log_p = unary(np.log, lambda x, y: 1 / x, safe=True)
+exp_p = unary(np.exp, lambda x, y: y, uses="out")
+exp2_p = unary(np.exp2, lambda x, y: y * LN2, uses="out")
+expm1_p = unary(np.expm1, lambda x, y: y + 1, uses="out")
+log_p = unary(np.log, lambda x, y: 1 / x, safe=True, uses="args")
 log2_p = unary(np.log2, lambda x, y: 1 / (x * LN2), safe=True)
 log10_p = unary(np.log10, lambda x, y: 1 / (x * LN10), safe=True)
 log1p_p = unary(np.log1p, lambda x, y: 1 / (1 + x), safe=True)
@@ -196,9 +202,9 @@ logaddexp2_p = binary(np.logaddexp2, lambda x, y, z: np.exp2(x - z),
 # Trigonometric and hyperbolic
 # --------------------------------------------------------------------------
 
-sin_p = unary(np.sin, lambda x, y: np.cos(x))
-cos_p = unary(np.cos, lambda x, y: -np.sin(x))
-tan_p = unary(np.tan, lambda x, y: 1 + y * y)
+sin_p = unary(np.sin, lambda x, y: np.cos(x), uses="args")
+cos_p = unary(np.cos, lambda x, y: -np.sin(x), uses="args")
+tan_p = unary(np.tan, lambda x, y: 1 + y * y, uses="out")
 arcsin_p = unary(np.arcsin, lambda x, y: 1 / np.sqrt(1 - x * x), safe=True)
 arccos_p = unary(np.arccos, lambda x, y: -1 / np.sqrt(1 - x * x), safe=True)
 arctan_p = unary(np.arctan, lambda x, y: 1 / (1 + x * x))
@@ -206,7 +212,7 @@ arctan2_p = binary(np.arctan2, lambda a, b, z: b / (a * a + b * b),
                    lambda a, b, z: -a / (a * a + b * b), safe=True)
 sinh_p = unary(np.sinh, lambda x, y: np.cosh(x))
 cosh_p = unary(np.cosh, lambda x, y: np.sinh(x))
-tanh_p = unary(np.tanh, lambda x, y: 1 - y * y)
+tanh_p = unary(np.tanh, lambda x, y: 1 - y * y)   # keeps its input: see docs/design.md
 arcsinh_p = unary(np.arcsinh, lambda x, y: 1 / np.sqrt(x * x + 1))
 # sqrt(x - 1) * sqrt(x + 1), not sqrt(x * x - 1): the same for real x >= 1, and the
 # principal branch for complex x (the other has the wrong sign where Re(x) < 0).
@@ -377,7 +383,7 @@ def _cast_impl(x, dtype):
 
 
 cast_p = Primitive("astype", _cast_impl, jvp=(lambda t, out, x, dtype: t,),
-                   vjp=(lambda ct, out, x, dtype: ct,))
+                   vjp=(lambda ct, out, x, dtype: ct,), residuals=())
 cast_p.batch = lambda args, bdims, dtype: (cast_p(args[0], dtype=dtype), bdims[0])
 cast_nondiff_p = Primitive("astype", _cast_impl, nondiff=True)
 cast_nondiff_p.batch = lambda args, bdims, dtype: (cast_nondiff_p(args[0], dtype=dtype), bdims[0])

@@ -65,7 +65,8 @@ sum_p = Primitive(
     "sum", lambda x, axis, keepdims: np.sum(x, axis=axis, keepdims=keepdims),
     jvp=(lambda t, out, x, axis, keepdims: sum_p(t, axis=axis, keepdims=keepdims),),
     vjp=(lambda ct, out, x, axis, keepdims: _expand_back(ct, x, axis, keepdims),),
-    batch=lambda args, bdims, axis, keepdims: _batch_axes(args, bdims, axis, keepdims, sum_p))
+    batch=lambda args, bdims, axis, keepdims: _batch_axes(args, bdims, axis, keepdims, sum_p),
+    residuals=("args",))
 
 
 @implements(np.sum)

@@ -202,7 +202,7 @@ transpose_p = Primitive(
     "transpose", lambda x, axes: np.transpose(x, axes),
     jvp=(lambda t, out, x, axes: transpose_p(t, axes=axes),),
     vjp=(lambda ct, out, x, axes: transpose_p(ct, axes=tuple(np.argsort(axes))),),
-    batch=_transpose_batch)
+    batch=_transpose_batch, residuals=())
 
 
 @implements(np.transpose)
@@ -268,7 +268,7 @@ broadcast_to_p = Primitive(
     "broadcast_to", lambda x, shape: np.broadcast_to(x, shape),
     jvp=(lambda t, out, x, shape: t,),          # the engine broadcasts tangents
     vjp=(lambda ct, out, x, shape: ct,),        # ... and un-broadcasts cotangents
-    batch=_broadcast_to_batch)
+    batch=_broadcast_to_batch, residuals=())
 
 
 @implements(np.broadcast_to)
