@@ -104,11 +104,12 @@ class ReverseTrace(Trace):
                 raise NotImplementedError(
                     f"{prim.name!r} has no reverse-mode rule, so it cannot be used under grad/vjp")
             keep = prim.residuals
-            if keep is None:
+            if keep is None or type(out) is not np.ndarray or out.nbytes < 65536:
                 node = Node(prim.vjp, vals, params, out, parents)
             else:
                 # Keep only what the VJP rules read, so that memory (a layer's
-                # pre-activation, say) is freed as soon as the forward pass drops it.
+                # pre-activation, say) is freed as soon as the forward pass drops it;
+                # small arrays are not worth the bookkeeping.
                 node = Node(prim.vjp,
                             vals if "args" in keep else (None,) * len(vals), params,
                             out if "out" in keep else None, parents,
