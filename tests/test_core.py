@@ -111,3 +111,16 @@ def test_tape_keeps_only_declared_residuals():
     assert refs[0]() is None       # the intermediate is gone, the pullback still works
     np.testing.assert_allclose(pullback(1.0)[0], np.exp(x + 1.0))
     np.testing.assert_allclose(pullback(2.0)[0], 2 * np.exp(x + 1.0))
+
+
+def test_printing_traced_values_shows_numbers(capsys):
+    def f(x):
+        print(x, f"{np.sum(x):.3f}")
+        return np.sum(x ** 2)
+    rune.grad(f)(np.array([1.0, 2.0]))
+    rune.vmap(f)(np.array([[1.0, 2.0], [3.0, 4.0]]))
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "[1. 2.] 3.000"
+    assert out[-1].endswith("[3.000 7.000]")
+    assert "array([1., 2.])" in repr(rune.vjp(lambda x: (x, repr(x)), np.array([1.0, 2.0]),
+                                                has_aux=True)[2])

@@ -308,9 +308,22 @@ class Tracer:
         raise TypeError("unhashable type: a traced array")
 
     def __repr__(self):
-        return f"{type(self).__name__}(shape={self.shape}, dtype={self.dtype})"
+        value, batched = _peek(self)
+        where = " (batched by vmap: all examples shown)" if batched else ""
+        return f"{type(self).__name__}({value!r}){where}"
 
-    __str__ = __repr__
+    def __str__(self):
+        value, batched = _peek(self)
+        return str(value)
+
+    def __format__(self, spec):
+        """``f"{loss:.3f}"`` inside a transformed function formats the concrete value."""
+        value, batched = _peek(self)
+        if not spec:
+            return str(value)
+        if getattr(value, "ndim", 1) == 0:
+            return format(value.item() if hasattr(value, "item") else value, spec)
+        return np.array2string(np.asarray(value), formatter={"all": lambda v: format(v, spec)})
 
 
 class ArrayMixin:
@@ -374,6 +387,17 @@ def to_plain_array(value, dtype=None):
     if isinstance(value, Tracer):
         return value.__array__(dtype)
     return _np_asarray(value, dtype)
+
+
+def _peek(x):
+    """The concrete numbers behind a traced value, for printing: never a conversion that
+    could trigger vmap's per-example fallback.  Returns ``(value, batched)``."""
+    batched = False
+    while isinstance(x, Tracer):
+        if getattr(x, "_bdim", None) is not None:
+            batched = True
+        x = x._val
+    return x, batched
 
 
 def _item(value, args):
