@@ -31,10 +31,11 @@ not_mapped = None
 class _BatchedBranch(BaseException):
     """Raised through the user's function when it branches on a batched value."""
 
-    def __init__(self, trace, what):
+    def __init__(self, trace, what, data_dependent=False):
         super().__init__(what)
         self.trace = trace
         self.what = what
+        self.data_dependent = data_dependent   # an operation whose result size varies
 
 
 class NeedsPerExample(Exception):
@@ -149,7 +150,7 @@ class BatchTrace(Trace):
             try:
                 res = rule(vals, bdims, **params)
             except NeedsPerExample as e:
-                raise _BatchedBranch(self, str(e)) from None
+                raise _BatchedBranch(self, str(e), data_dependent=True) from None
         if res is NotImplemented:
             res = self._loop(prim, vals, bdims, params)
         out, out_bdim = res
@@ -291,14 +292,16 @@ def vmap(f, in_axes=0, out_axes=0, axis_size=None, strict=False):
             if e.trace is not trace:
                 raise
             what = e.what
+            cause = (f"uses {what}" if e.data_dependent else
+                     f"uses Python control flow ({what}) on a value batched by vmap")
         if strict:
             raise BatchedControlFlowError(
-                f"{fn_name} uses Python control flow ({what}) on a value batched by vmap; "
+                f"{fn_name} {cause}; "
                 f"with strict=True vmap refuses to run it once per example. Write the "
                 f"branch with np.where(cond, a, b) (or np.select/np.clip) so it applies "
                 f"to the whole batch")
         warn_once(("vmap-branch", _function_key(f)),
-                  f"{fn_name} uses Python control flow ({what}) on a value batched by vmap, "
+                  f"{fn_name} {cause}, "
                   f"so vmap runs it once per example and stacks the results; write the "
                   f"branch with np.where(cond, a, b) to keep it vectorized")
         return _per_example(f, leaves, in_tree, norm_axes, size)
