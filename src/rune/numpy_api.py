@@ -47,6 +47,12 @@ def implements(*np_functions):
     return deco
 
 
+class OutRefusedError(NotImplementedError, TracerConversionError):
+    """``out=`` on traced values: the spec's NotImplementedError, and, since writing a
+    traced value into a plain array (``a += x`` with ``a`` plain) is what it usually
+    is, a TracerConversionError too."""
+
+
 def transformation_name(args):
     """The innermost transformation among the traced values in ``args`` (for errors)."""
     best = None
@@ -96,7 +102,7 @@ def array_ufunc(self, ufunc, method, *inputs, **kwargs):
             f"{name} has no rule in rune, so it cannot be used under "
             f"{transformation_name(inputs)}")
     if kwargs.get("out") is not None:
-        raise NotImplementedError(
+        raise OutRefusedError(
             f"{name}(..., out=...) writes into an existing array, which rune does not "
             f"support on traced values; assign the result instead (y = {name}(...)). "
             f"An in-place operator on a plain NumPy array with a traced operand "

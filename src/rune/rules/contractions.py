@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import Primitive, Tracer
-from ..numpy_api import implements, register_ufunc
+from ..numpy_api import implements, register_ufunc, OutRefusedError
 from .elementwise import ndim, shape, refuse_out
 from .shape import to_front, reshape, transpose, normalize_axis
 
@@ -116,7 +116,7 @@ def _check_matmul(x, y):
 @implements(np.dot)
 def dot(a, b, out=None):
     if out is not None:
-        raise NotImplementedError("np.dot(..., out=...) is not supported on traced values")
+        raise OutRefusedError("np.dot(..., out=...) is not supported on traced values")
     na, nb = ndim(a), ndim(b)
     if na == 0 or nb == 0:
         return np.multiply(a, b)
@@ -332,7 +332,7 @@ def normalize_einsum(spec, operands):
 @implements(np.einsum)
 def einsum(*operands, out=None, optimize=False, **kwargs):
     if out is not None:
-        raise NotImplementedError("np.einsum(..., out=...) is not supported on traced values")
+        raise OutRefusedError("np.einsum(..., out=...) is not supported on traced values")
     if not isinstance(operands[0], str):
         raise NotImplementedError("np.einsum's interleaved (operand, sublist) form is not "
                                   "supported on traced values; use a subscripts string")

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import Primitive, Tracer, bind, safe_products
-from ..numpy_api import register_ufunc, implements, FUNCTIONS
+from ..numpy_api import register_ufunc, implements, FUNCTIONS, OutRefusedError
 
 # --------------------------------------------------------------------------
 # Shared pieces
@@ -406,7 +406,7 @@ if hasattr(np, "astype"):
 @implements(np.clip)
 def _clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None, **kwargs):
     if out is not None:
-        raise NotImplementedError("np.clip(..., out=...) is not supported on traced values")
+        raise OutRefusedError("np.clip(..., out=...) is not supported on traced values")
     lo = a_min if a_min is not None else min
     hi = a_max if a_max is not None else max
     if lo is not None:

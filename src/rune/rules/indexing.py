@@ -41,7 +41,7 @@ import numpy as np
 
 from ..batching import NeedsPerExample
 from ..core import Primitive, Tracer, TracerConversionError
-from ..numpy_api import FUNCTIONS, implements
+from ..numpy_api import FUNCTIONS, implements, OutRefusedError
 from .elementwise import shape, ndim
 from .shape import to_front, broadcast_batch, batch_size, normalize_axis
 
@@ -364,7 +364,7 @@ FUNCTIONS["setitem"] = setitem
 @implements(np.take)
 def take(a, indices, axis=None, out=None, mode="raise"):
     if out is not None:
-        raise NotImplementedError("np.take(..., out=...) is not supported on traced values")
+        raise OutRefusedError("np.take(..., out=...) is not supported on traced values")
     if axis is None:
         a = np.ravel(a)
         axis = 0
@@ -532,7 +532,7 @@ def place(arr, mask, vals):
 @implements(np.compress)
 def compress(condition, a, axis=None, out=None):
     if out is not None:
-        raise NotImplementedError("np.compress(..., out=...) is not supported on traced values")
+        raise OutRefusedError("np.compress(..., out=...) is not supported on traced values")
     cond = condition if isinstance(condition, Tracer) else np.asarray(condition)
     if ndim(cond) != 1:
         raise ValueError("condition must be a 1-d array")
@@ -572,7 +572,7 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
 @implements(np.trace)
 def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
     if out is not None:
-        raise NotImplementedError("np.trace(..., out=...) is not supported on traced values")
+        raise OutRefusedError("np.trace(..., out=...) is not supported on traced values")
     return np.sum(diagonal(a, offset, axis1, axis2), axis=-1, dtype=dtype)
 
 
@@ -781,7 +781,7 @@ def select(condlist, choicelist, default=0):
 @implements(np.choose)
 def choose(a, choices, out=None, mode="raise"):
     if out is not None:
-        raise NotImplementedError("np.choose(..., out=...) is not supported on traced values")
+        raise OutRefusedError("np.choose(..., out=...) is not supported on traced values")
     a = a if isinstance(a, Tracer) else np.asarray(a)
     if a.dtype.kind not in "iu":
         raise TypeError("np.choose needs an integer index array")

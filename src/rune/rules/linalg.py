@@ -57,7 +57,7 @@ import operator
 import numpy as np
 
 from ..core import Primitive, Tracer
-from ..numpy_api import implements
+from ..numpy_api import implements, OutRefusedError
 from .elementwise import ndim, shape
 from .shape import to_front, normalize_axis
 
@@ -696,7 +696,7 @@ def _chain_order(dims):
 @implements(np.linalg.multi_dot)
 def multi_dot(arrays, *, out=None):
     if out is not None:
-        raise NotImplementedError("np.linalg.multi_dot(..., out=...) is not supported on "
+        raise OutRefusedError("np.linalg.multi_dot(..., out=...) is not supported on "
                                   "traced values")
     arrays = [_operand(x) for x in arrays]
     if len(arrays) < 2:

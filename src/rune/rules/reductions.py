@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import Primitive, Tracer
-from ..numpy_api import implements, FUNCTIONS, _REDUCE, _ACCUMULATE
+from ..numpy_api import implements, FUNCTIONS, _REDUCE, _ACCUMULATE, OutRefusedError
 from ..reverse import stop_gradient
 from .elementwise import shape, ndim
 from .shape import normalize_axes, normalize_axis, to_front, reshape
@@ -44,7 +44,7 @@ def _batch_axes(args, bdims, axis, keepdims, prim, **extra):
 
 def _refuse(name, out=None, where=True, initial=np._NoValue):
     if out is not None:
-        raise NotImplementedError(f"np.{name}(..., out=...) is not supported on traced values")
+        raise OutRefusedError(f"np.{name}(..., out=...) is not supported on traced values")
     if where is not True and where is not np._NoValue:
         raise NotImplementedError(f"np.{name}(..., where=...) is not supported on traced "
                                   f"values; use np.where to mask the input first")

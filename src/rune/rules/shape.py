@@ -30,7 +30,7 @@ import operator
 import numpy as np
 
 from ..core import Primitive, Tracer
-from ..numpy_api import implements
+from ..numpy_api import implements, OutRefusedError
 from .elementwise import shape, ndim
 
 # --------------------------------------------------------------------------
@@ -323,7 +323,7 @@ concatenate_p = Primitive("concatenate", lambda *xs, axis: np.concatenate(xs, ax
 @implements(np.concatenate)
 def concatenate(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
     if out is not None:
-        raise NotImplementedError("np.concatenate(..., out=...) is not supported on traced "
+        raise OutRefusedError("np.concatenate(..., out=...) is not supported on traced "
                                   "values")
     arrays = [_operand(a) for a in arrays]
     if axis is None:
@@ -350,7 +350,7 @@ def _operand(a):
 @implements(np.stack)
 def stack(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
     if out is not None:
-        raise NotImplementedError("np.stack(..., out=...) is not supported on traced values")
+        raise OutRefusedError("np.stack(..., out=...) is not supported on traced values")
     arrays = [_operand(a) for a in arrays]
     if not arrays:
         raise ValueError("need at least one array to stack")
