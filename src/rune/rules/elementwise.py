@@ -326,7 +326,7 @@ register_ufunc(np.sign, _sign)
 def refuse_out(name, out):
     """``out=`` on a traced value: a clear error instead of a silently unwritten array."""
     if out is not None:
-        raise NotImplementedError(
+        raise OutRefusedError(
             f"np.{name}(..., out=...) writes into an existing array, which rune does not "
             f"support on traced values; assign the result instead (y = np.{name}(...))")
 
