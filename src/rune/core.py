@@ -80,7 +80,7 @@ class Primitive:
     """
 
     __slots__ = ("name", "impl", "jvp", "vjp", "batch", "nondiff", "multiple_results",
-                 "residuals")
+                 "residuals", "masks")
 
     def __init__(self, name, impl, *, jvp=None, vjp=None, batch=None,
                  nondiff=False, multiple_results=False, residuals=None):
@@ -94,6 +94,9 @@ class Primitive:
         # What the VJP rules read: None (arguments and output), or a subset of
         # ("args", "out"); the tape keeps only that, the rest is passed as None.
         self.residuals = residuals
+        # True for primitives whose VJP sends exact zeros to some inputs (np.where,
+        # maximum, indexing): only then can a zero cotangent meet an infinite derivative.
+        self.masks = False
 
     def __call__(self, *args, **params):
         return bind(self, *args, **params)

@@ -61,12 +61,13 @@ _ReverseArrayTracer = tracer_class_pair(ReverseTracer)
 
 
 class ReverseTrace(Trace):
-    __slots__ = ("tape",)
+    __slots__ = ("tape", "masked")
     kind = "grad"
 
     def __init__(self):
         super().__init__()
         self.tape = []
+        self.masked = False   # a masking primitive (np.where, ...) was recorded
 
     def lift(self, x):
         return ReverseTracer(x, self, None)
@@ -115,6 +116,8 @@ class ReverseTrace(Trace):
                             out if "out" in keep else None, parents,
                             None if "out" in keep else _Meta(out))
             self.tape.append(node)
+            if prim.masks:
+                self.masked = True
         if prim.multiple_results:
             return tuple(ReverseTracer(o, self, node, k) for k, o in enumerate(out))
         return ReverseTracer(out, self, node)
@@ -315,6 +318,7 @@ def vjp(f, *primals, has_aux=False):
                 out_nodes.append((None, None))
                 out_vals.append(o)
     tape = trace.tape
+    masked = trace.masked
     out_vals = unalias(out_vals, leaves)
     out = tree_util.unflatten(out_tree, out_vals)
 
@@ -340,8 +344,8 @@ def vjp(f, *primals, has_aux=False):
                 slot = seeds.setdefault(node, [None] * len(node.out))
                 slot[pos] = c if slot[pos] is None else slot[pos] + c
         cts = backward(tape, seeds) if seeds else {}
-        if seeds and any(_has_nan(cts.get(node)) for node in in_nodes if node is not None) \
-                and _all_finite(out_vals):
+        if seeds and masked and any(_has_nan(cts.get(node)) for node in in_nodes
+                                    if node is not None) and _all_finite(out_vals):
             # The output is finite but its gradient is not: a zero cotangent met an
             # infinite local derivative (the branch not taken of an np.where, say
             # np.where(p > 0, p * np.log(p), 0)). Run again with products that give 0
@@ -368,10 +372,12 @@ def vjp(f, *primals, has_aux=False):
 def _has_nan(g):
     """Whether a cotangent (plain, or batched by vmap over plain arrays) holds a NaN."""
     g = _visible(g)
-    # one reduction (NaN propagates through a sum; so does inf - inf, which only costs a
-    # needless second pass), cheaper than isnan(g).any()
-    return isinstance(g, (np.ndarray, np.generic)) and g.dtype.kind in "fc" \
-        and bool(np.isnan(np.sum(g)))
+    if not isinstance(g, (np.ndarray, np.generic)) or g.size == 0:
+        return False
+    kind = g.dtype.kind
+    if kind == "f":
+        return bool(np.isnan(g.min()))   # NaN propagates through min: one cheap pass
+    return kind == "c" and bool(np.isnan(g).any())
 
 
 def _visible(g):

@@ -173,6 +173,10 @@ ldexp_p = binary(np.ldexp, lambda x, i, z: np.ldexp(np.ones_like(x), i), None)
 hypot_p = binary(np.hypot, lambda x, y, z: x / z, lambda x, y, z: y / z, safe=True)
 
 
+for _p in (maximum_p, minimum_p, fmax_p, fmin_p):
+    _p.masks = True
+
+
 def _tie(x, y, wins):
     """1 where ``x`` wins, 1/2 at a tie (the gradient is split evenly, as in JAX), else 0."""
     return np.where(wins(x, y), 1.0, np.where(x == y, 0.5, 0.0))
@@ -369,6 +373,7 @@ select_p = Primitive(
     vjp=(None, lambda ct, out, c, x, y: np.where(c, ct, 0),
          lambda ct, out, c, x, y: np.where(c, 0, ct)))
 select_p.batch = elementwise_batch(select_p)
+select_p.masks = True
 
 
 @implements(np.where)

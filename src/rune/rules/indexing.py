@@ -336,6 +336,7 @@ def _update_batch(prim):
 
 
 gather_p.batch = _gather_batch
+gather_p.masks = True     # its VJP is zero outside the gathered elements
 index_add_p.batch = _update_batch(index_add_p)
 index_set_p.batch = _update_batch(index_set_p)
 
