@@ -145,6 +145,7 @@ def _extremum(name, fn):
 
 max_p = _extremum("max", np.max)
 min_p = _extremum("min", np.min)
+max_p.masks = min_p.masks = True     # zero cotangent for every element but the extrema
 
 
 def _extremum_entry(prim, name):
