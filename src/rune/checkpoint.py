@@ -36,8 +36,8 @@ import types
 
 from . import core, tree as tree_util
 from .core import Tracer, new_trace, warn_once
-from .custom import (Call, bind_call, leaked, private_copies, is_float, group_parents, record, rerun_pullback, vmap_flat,
-                     wrap_batched)
+from .custom import (Call, bind_call, leaked, private_copies, is_float, group_parents,
+                     record, rerun_pullback, vmap_flat)
 from .forward import ForwardTrace, ForwardTracer
 
 __all__ = ["checkpoint", "remat"]
@@ -99,15 +99,12 @@ class CheckpointCall(Call):
         return tuple(ForwardTracer(o, tans.get(k), trace) if is_float(o) else o
                      for k, o in enumerate(res[:n_out]))
 
-    def batch(self, trace, args):
-        vals, bdims = trace.unwrap(args)
-        if all(b is None for b in bdims):
-            return bind_call(self, vals)
-        vfun = vmap_flat(self.fun, bdims, trace.size, trace, self.name)
-        outs = bind_call(CheckpointCall(vfun, self.name), vals)
-        if leaked(outs, trace.level) is not None:
-            return self._inline(trace, args)
-        return wrap_batched(trace, outs)
+    def batched(self, bdims, trace):
+        return CheckpointCall(vmap_flat(self.fun, bdims, trace.size, trace, self.name),
+                              self.name)
+
+    def leaked_outputs(self, trace, args):
+        return self._inline(trace, args)
 
     def other(self, trace, args):
         return tuple(self.fun(*args))

@@ -58,6 +58,19 @@ class Call:
     def impl(self, args):
         return tuple(self.fun(*args))
 
+    def batch(self, trace, args):
+        """Under vmap: the same call with every function vectorized, handed one level down."""
+        vals, bdims = trace.unwrap(args)
+        if all(b is None for b in bdims):
+            return bind_call(self, vals)
+        outs = bind_call(self.batched(bdims, trace), vals)
+        if leaked(outs, trace.level) is not None:
+            return self.leaked_outputs(trace, args)
+        return wrap_batched(trace, outs)
+
+    def leaked_outputs(self, trace, args):
+        raise _closure_error(self, trace)
+
     def other(self, trace, args):
         raise NotImplementedError(
             f"{self.kind} function {self.name} cannot be used under a {trace.kind} "
@@ -302,10 +315,7 @@ class VjpCall(Call):
                 f"define it with rune.custom_jvp instead")
         return bind_call(self, primals)
 
-    def batch(self, trace, args):
-        vals, bdims = trace.unwrap(args)
-        if all(b is None for b in bdims):
-            return bind_call(self, vals)
+    def batched(self, bdims, trace):
         size = trace.size
         name = self.name
         vfun = vmap_flat(self.fun, bdims, size, trace, name)
@@ -320,10 +330,7 @@ class VjpCall(Call):
                        strict=trace.strict)(tuple(res), tuple(cts))
             return [sum_or_move(c, b) for c, b in zip(out, bdims)]
 
-        outs = bind_call(VjpCall(vfun, vfwd, vbwd, name), vals)
-        if leaked(outs, trace.level) is not None:
-            raise _closure_error(self, trace)
-        return wrap_batched(trace, outs)
+        return VjpCall(vfun, vfwd, vbwd, name)
 
 
 def _closure_error(call, trace):
@@ -540,10 +547,7 @@ class JvpCall(Call):
 
         return record(trace, keys, outs, pull, parents)
 
-    def batch(self, trace, args):
-        vals, bdims = trace.unwrap(args)
-        if all(b is None for b in bdims):
-            return bind_call(self, vals)
+    def batched(self, bdims, trace):
         size = trace.size
         name = self.name
         rule = self.rule
@@ -556,10 +560,7 @@ class JvpCall(Call):
             return vmap(per_example, in_axes=(tuple(bdims), tuple(bdims)), out_axes=0,
                         axis_size=size, strict=trace.strict)(tuple(primals), tuple(tangents))
 
-        outs = bind_call(JvpCall(vfun, vrule, name), vals)
-        if leaked(outs, trace.level) is not None:
-            raise _closure_error(self, trace)
-        return wrap_batched(trace, outs)
+        return JvpCall(vfun, vrule, name)
 
 
 class custom_jvp(_CustomFunction):

@@ -160,11 +160,9 @@ def array_ufunc(self, ufunc, method, *inputs, **kwargs):
         if handler is None:
             raise NotImplementedError(f"{name}.outer has no rule in rune")
         a, b = (_as_operand(x) for x in inputs)
-        a_nd = a.ndim if isinstance(a, Tracer) else np.ndim(a)
         b_nd = b.ndim if isinstance(b, Tracer) else np.ndim(b)
         a = np.reshape(a, tuple(np.shape(a) if not isinstance(a, Tracer) else a.shape)
                        + (1,) * b_nd)
-        del a_nd
         return handler(a, b)
     raise NotImplementedError(
         f"{name}.{method} is not supported on traced values (under "
