@@ -3,7 +3,7 @@ bounded examples, see conftest.py), and every draw is checked against finite dif
 and a Python loop over the batch."""
 
 import numpy as np
-from hypothesis import given, strategies as st
+from hypothesis import assume, given, strategies as st
 
 import rune
 from helpers import check_vmap
@@ -30,6 +30,9 @@ def shape_and_axis(draw):
 @given(shape_and_axis(), st.sampled_from(["sum", "mean", "prod", "max", "min", "var", "std"]))
 def test_reductions_any_axis(case, name):
     shape, axis, keepdims = case
+    axes = range(len(shape)) if axis is None else (axis,) if isinstance(axis, int) else axis
+    # std over a single element is 0 with an undefined (NaN) derivative, as in JAX
+    assume(name != "std" or int(np.prod([shape[a] for a in axes])) > 1)
     fn = getattr(np, name)
     x = _data(shape)
     f = lambda x: fn(x, axis=axis, keepdims=keepdims) * 1.5   # noqa: E731
