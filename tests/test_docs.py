@@ -34,3 +34,13 @@ def test_public_functions_have_docstrings_with_examples():
         assert ">>>" in doc, name
     for name in ["flatten", "unflatten", "map", "register", "leaves", "structure"]:
         assert getattr(rune.tree, name).__doc__, name
+
+
+def test_core_stays_small():
+    """The level stack, bind, the traced-value base and trees should read in an hour
+    (STYLE.md 10): a line budget that a change to the core must argue with."""
+    budget = {"core.py": 450, "tree.py": 380}
+    src = ROOT / "src" / "rune"
+    for name, limit in budget.items():
+        n = len((src / name).read_text().splitlines())
+        assert n <= limit, f"{name} has {n} lines, over its budget of {limit}"
