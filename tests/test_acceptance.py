@@ -2237,11 +2237,6 @@ def _view_iadd(x):
     return y
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "writes through a view of a traced array (row = y[1]; row[:] = 0, y.T[0] = 0, "
-    "tail = y[1:]; tail += 1) leave the base array unchanged, silently giving other values "
-    "(and derivatives) than NumPy; documented in docs/design.md, but neither tracked nor "
-    "refused with an error"))
 @pytest.mark.parametrize("f", [_view_row_write, _view_transpose_write, _view_iadd])
 def test_writes_through_views_match_numpy_or_raise(f):
     x = np.arange(1.0, 10.0).reshape(3, 3)

@@ -613,3 +613,28 @@ def test_write_hessian(name, idx, vshape):
     for op in ("set",) if "leading_ones" in name else ("set", "add"):
         f = _write(idx, op, "mul")
         _check_hessian(lambda x: np.sum(np.sin(f(x, v * x[0, 0, 0]))), X)
+
+
+def test_writes_through_views_reach_the_base():
+    def f(x):
+        y = x * 1.0
+        r = y[1]
+        r[:] = r * 2.0
+        y.T[0] = y[:, 0] ** 2
+        for row in y[2:]:
+            row *= 3.0
+        return y
+
+    x = np.arange(1.0, 10.0).reshape(3, 3)
+    np.testing.assert_allclose(rune.vjp(f, x)[0], f(x.copy()))
+    rune.check_grads(lambda x: np.sum(f(x) ** 2), x, order=2)
+    np.testing.assert_allclose(rune.vmap(f)(np.stack([x, -x])), np.stack([f(x), f(-x)]))
+
+    def stale(x):
+        y = x * 1.0
+        r = y[1]
+        y[1, 0] = 7.0
+        r[2] = 3.0
+        return y
+    with pytest.raises(NotImplementedError, match="view"):
+        rune.grad(lambda x: np.sum(stale(x)))(x)

@@ -220,7 +220,7 @@ class Tracer:
     operators, methods and protocols are installed by :mod:`rune.numpy_api`.
     """
 
-    __slots__ = ("_trace", "_val")
+    __slots__ = ("_trace", "_val", "_view", "_version")
     __array_priority__ = 1000
     _extra = {}     # the other slots of a subclass and their values for a constant
 
@@ -249,6 +249,17 @@ class Tracer:
             self._val = other
             for name, value in self._extra.items():
                 setattr(self, name, value)
+        self._version = getattr(self, "_version", 0) + 1
+        view = getattr(self, "_view", None)
+        if view is not None:     # a view (y[1], y.T): the write goes through to its base
+            base, version, write = view
+            if getattr(base, "_version", 0) != version:
+                raise NotImplementedError(
+                    "a write into a view of a traced array (row = y[i]; row[...] = v) after "
+                    "the array itself was changed: rune cannot merge the two; write into "
+                    "the array directly (y[i, ...] = v)")
+            base._assign(write(base, self))
+            self._view = (base, base._version, write)
 
     @property
     def ndim(self):

@@ -447,12 +447,12 @@ def install():
     T.argpartition = lambda self, kth, axis=-1, kind="introselect", order=None: (
         np.argpartition(self, kth, axis=axis))
     T.fill = lambda self, value: self._assign(np.full_like(self, value))
-    T.T = property(lambda self: FUNCTIONS[np.transpose](self, None))
+    T.T = property(_transposed)
     T.mT = property(lambda self: FUNCTIONS[np.swapaxes](self, -1, -2))
     T.real = property(lambda self: np.real(self))
     T.imag = property(lambda self: np.imag(self))
     T.flat = property(_FlatView)
-    core.ArrayMixin.__getitem__ = FUNCTIONS["getitem"]
+    core.ArrayMixin.__getitem__ = _getitem
     core.ArrayMixin.__setitem__ = _setitem
 
 
@@ -493,9 +493,35 @@ def _tracer_copy(self):
     new = object.__new__(type(self))
     for cls in type(self).__mro__:
         for s in getattr(cls, "__slots__", ()):
-            if hasattr(self, s):
+            if s not in ("_view", "_version") and hasattr(self, s):
                 object.__setattr__(new, s, getattr(self, s))
-    return new
+    return new      # a copy, not a view: writes into it stay in it
+
+
+def _mark_view(view, base, write):
+    """``view`` (a traced result) shares memory with ``base`` in NumPy: writes into it are
+    passed on to ``base`` by ``Tracer._assign`` through ``write(base, new_view_value)``."""
+    if isinstance(view, Tracer) and view is not base and view._trace is base._trace:
+        view._view = (base, getattr(base, "_version", 0), write)
+    return view
+
+
+def _is_basic_index(idx):
+    items = idx if type(idx) is tuple else (idx,)
+    return all(i is None or i is Ellipsis or type(i) in (int, slice) or
+               isinstance(i, np.integer) for i in items)
+
+
+def _getitem(self, idx):
+    out = FUNCTIONS["getitem"](self, idx)
+    if _is_basic_index(idx):       # NumPy returns a view: y[1][:] = 0 writes into y
+        _mark_view(out, self, lambda base, v: FUNCTIONS["setitem"](base, idx, v))
+    return out
+
+
+def _transposed(self):
+    return _mark_view(FUNCTIONS[np.transpose](self, None), self,
+                      lambda base, v: FUNCTIONS[np.transpose](v, None))
 
 
 def _sort_inplace(self, axis=-1, kind=None, order=None):
