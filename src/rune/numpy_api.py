@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import copy as _copy
 import sys
+import weakref
 
 import numpy as np
 
@@ -493,16 +494,21 @@ def _tracer_copy(self):
     new = object.__new__(type(self))
     for cls in type(self).__mro__:
         for s in getattr(cls, "__slots__", ()):
-            if s not in ("_view", "_version") and hasattr(self, s):
+            if s not in ("_view", "_version", "_views", "__weakref__") and hasattr(self, s):
                 object.__setattr__(new, s, getattr(self, s))
     return new      # a copy, not a view: writes into it stay in it
 
 
-def _mark_view(view, base, write):
-    """``view`` (a traced result) shares memory with ``base`` in NumPy: writes into it are
-    passed on to ``base`` by ``Tracer._assign`` through ``write(base, new_view_value)``."""
+def _mark_view(view, base, write, read):
+    """``view`` (a traced result) shares memory with ``base`` in NumPy: ``Tracer._assign``
+    passes writes into it on to ``base`` (``write(base, new_view_value)`` is the new
+    base) and refreshes it when ``base`` changes (``read(base)`` is the new view)."""
     if isinstance(view, Tracer) and view is not base and view._trace is base._trace:
-        view._view = (base, getattr(base, "_version", 0), write)
+        view._view = (base, getattr(base, "_version", 0), write, read)
+        views = getattr(base, "_views", None)
+        if views is None:
+            base._views = views = []
+        views.append(weakref.ref(view))
     return view
 
 
@@ -515,13 +521,15 @@ def _is_basic_index(idx):
 def _getitem(self, idx):
     out = FUNCTIONS["getitem"](self, idx)
     if _is_basic_index(idx):       # NumPy returns a view: y[1][:] = 0 writes into y
-        _mark_view(out, self, lambda base, v: FUNCTIONS["setitem"](base, idx, v))
+        _mark_view(out, self, lambda base, v: FUNCTIONS["setitem"](base, idx, v),
+                   lambda base: FUNCTIONS["getitem"](base, idx))
     return out
 
 
 def _transposed(self):
     return _mark_view(FUNCTIONS[np.transpose](self, None), self,
-                      lambda base, v: FUNCTIONS[np.transpose](v, None))
+                      lambda base, v: FUNCTIONS[np.transpose](v, None),
+                      lambda base: FUNCTIONS[np.transpose](base, None))
 
 
 def _sort_inplace(self, axis=-1, kind=None, order=None):
