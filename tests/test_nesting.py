@@ -126,3 +126,12 @@ def test_per_example_mlp_gradients():
         gi = rune.grad(loss)((W1, W2), xs[i], ys[i])
         np.testing.assert_allclose(per[0][i], gi[0], rtol=1e-10)
         np.testing.assert_allclose(per[1][i], gi[1], rtol=1e-10)
+
+
+def test_jacobians_of_python_floats_are_python_floats():
+    H = rune.hessian(lambda a, b: a * b ** 2, argnums=(0, 1))(1.0, 2.0)
+    assert H == ((0.0, 4.0), (4.0, 2.0))
+    assert all(type(v) is float for row in H for v in row)
+    assert type(rune.jacrev(lambda x: x ** 2)(3.0)) is float
+    assert type(rune.jacfwd(lambda x: x ** 2)(3.0)) is float
+    assert isinstance(rune.jacrev(lambda x: x ** 2)(np.array(3.0)), np.ndarray)

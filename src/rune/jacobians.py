@@ -59,6 +59,13 @@ def _diff_fn(f, args, nums, kwargs):
     return g
 
 
+def _scalar_like(block, x):
+    """A 0-d block for a Python-number input is a Python number, as ``grad`` gives."""
+    if type(x) in (float, complex) and isinstance(block, np.ndarray) and block.shape == ():
+        return type(x)(block)
+    return block
+
+
 def _copy_array(x):
     return x.copy() if type(x) is np.ndarray else x
 
@@ -92,7 +99,7 @@ def jacrev(f, argnums=0, has_aux=False):
                 if c.shape[:1] != (sum(sizes),):   # a constant (non-float) leaf
                     blocks.append(np.zeros(oshape + xs, _dtype(x)))
                     continue
-                blocks.append(np.reshape(c[offset:offset + m], oshape + xs))
+                blocks.append(_scalar_like(np.reshape(c[offset:offset + m], oshape + xs), x))
             offset += m
             jac = tree_util.unflatten(in_tree, blocks)
             per_out.append(jac[0] if single else jac)
@@ -154,7 +161,7 @@ def jacfwd(f, argnums=0, has_aux=False):
                 blk = np.reshape(t[offset:offset + m], xs + oshape)
                 nd_x = len(xs)
                 perm = tuple(range(nd_x, nd_x + len(oshape))) + tuple(range(nd_x))
-                blocks.append(np.transpose(blk, perm))
+                blocks.append(_scalar_like(np.transpose(blk, perm), x))
                 offset += m
             jac = tree_util.unflatten(in_tree, blocks)
             per_out.append(jac[0] if single else jac)
