@@ -32,7 +32,7 @@ from . import core, tree as tree_util
 from .batching import BatchTrace, BatchTracer, vmap
 from .core import Tracer, new_trace, top_trace
 from .forward import ForwardTrace, ForwardTracer, _fit_tangent
-from .reverse import Node, ReverseTrace, ReverseTracer, backward, _fit
+from .reverse import Node, ReverseTrace, ReverseTracer, backward, accumulate, _fit
 
 __all__ = ["custom_vjp", "custom_jvp"]
 
@@ -201,13 +201,7 @@ def record(trace, keys, outs, pull, parents):
 
 def add_seed(seeds, x, c):
     """Seed the cotangent ``c`` on the tape node behind the reverse tracer ``x``."""
-    node, pos = x._node, x._pos
-    if pos is None:
-        prev = seeds.get(node)
-        seeds[node] = c if prev is None else prev + c
-    else:
-        slot = seeds.setdefault(node, [None] * len(node.out))
-        slot[pos] = c if slot[pos] is None else slot[pos] + c
+    accumulate(seeds, x._node, x._pos, c)
 
 
 def seed_outputs(seeds, t, outs, ct_full):

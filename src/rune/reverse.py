@@ -203,12 +203,20 @@ def backward(tape, seeds):
                     if type(prev) is np.ndarray:
                         owned.add(pnode)
             else:
-                c = _fit(c, pnode.out[pos])
-                slot = cts.get(pnode)
-                if slot is None:
-                    slot = cts[pnode] = [None] * len(pnode.out)
-                slot[pos] = c if slot[pos] is None else slot[pos] + c
+                accumulate(cts, pnode, pos, _fit(c, pnode.out[pos]))
     return cts
+
+
+def accumulate(cts, node, pos, c):
+    """Add the cotangent ``c`` of ``node``'s output ``pos`` (None: its only one) into ``cts``."""
+    if pos is None:
+        prev = cts.get(node)
+        cts[node] = c if prev is None else prev + c
+    else:
+        slot = cts.get(node)
+        if slot is None:
+            slot = cts[node] = [None] * len(node.out)
+        slot[pos] = c if slot[pos] is None else slot[pos] + c
 
 
 # --------------------------------------------------------------------------
@@ -336,13 +344,8 @@ def vjp(f, *primals, has_aux=False):
                                  f"output has shape {oshape}")
             if node is None or c is None:
                 continue
-            c = _as_array(c) if isinstance(c, (float, complex, int)) else c
-            if pos is None:
-                prev = seeds.get(node)
-                seeds[node] = c if prev is None else prev + c
-            else:
-                slot = seeds.setdefault(node, [None] * len(node.out))
-                slot[pos] = c if slot[pos] is None else slot[pos] + c
+            accumulate(seeds, node, pos,
+                       _as_array(c) if isinstance(c, (float, complex, int)) else c)
         cts = backward(tape, seeds) if seeds else {}
         if seeds and masked and any(_has_nan(cts.get(node)) for node in in_nodes
                                     if node is not None) and _all_finite(out_vals):
