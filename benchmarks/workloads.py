@@ -113,9 +113,9 @@ def data(seed=0):
 # The workloads in plain NumPy; ``xp`` is numpy, autograd.numpy or jax.numpy
 # --------------------------------------------------------------------------
 
-def chain(x, xp=np):
+def chain(x, xp=np, n_ops=W1_OPS):
     """W1: 200 elementwise operations on a small vector, then a sum."""
-    for _ in range(W1_OPS // 4):
+    for _ in range(n_ops // 4):
         x = xp.sin(x)
         x = x * 1.5
         x = x + 0.25
