@@ -30,56 +30,15 @@ from .core import Tracer, bind, TracerConversionError
 
 __all__ = ["UFUNCS", "FUNCTIONS", "implements", "register_ufunc", "install"]
 
-UFUNCS: dict = {}
-FUNCTIONS: dict = {}
-
-
-def register_ufunc(ufunc, handler):
-    """Route ``ufunc(...)`` on traced values to ``handler`` (usually a primitive)."""
-    UFUNCS[ufunc] = handler
-
-
-def implements(*np_functions):
-    """Decorator: the function handles these NumPy functions on traced values."""
-    def deco(fn):
-        for f in np_functions:
-            FUNCTIONS[f] = fn
-        return fn
-    return deco
-
-
-class OutRefusedError(NotImplementedError, TracerConversionError):
-    """``out=`` on traced values: the spec's NotImplementedError, and, since writing a
-    traced value into a plain array (``a += x`` with ``a`` plain) is what it usually
-    is, a TracerConversionError too."""
-
-
-def transformation_name(args):
-    """The innermost transformation among the traced values in ``args`` (for errors)."""
-    best = None
-    for a in _iter_tracers(args):
-        if best is None or a._trace.level > best.level:
-            best = a._trace
-    return best.kind if best is not None else "a transformation"
-
-
-def _iter_tracers(obj, depth=0):
-    if isinstance(obj, Tracer):
-        yield obj
-    elif isinstance(obj, (list, tuple)) and depth < 3:
-        for o in obj:
-            yield from _iter_tracers(o, depth + 1)
-    elif isinstance(obj, dict) and depth < 3:
-        for o in obj.values():
-            yield from _iter_tracers(o, depth + 1)
+from .dispatch import (UFUNCS, FUNCTIONS, REDUCE as _REDUCE, ACCUMULATE as _ACCUMULATE,  # noqa: F401
+                       implements, register_ufunc, OutRefusedError, transformation_name,
+                       _iter_tracers)
 
 
 # --------------------------------------------------------------------------
 # __array_ufunc__
 # --------------------------------------------------------------------------
 
-_REDUCE = {}       # ufunc -> handler(x, axis, keepdims) for ufunc.reduce
-_ACCUMULATE = {}   # ufunc -> handler(x, axis) for ufunc.accumulate
 
 
 def _as_operand(x):

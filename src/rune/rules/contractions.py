@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import Primitive, Tracer
-from ..numpy_api import implements, register_ufunc, OutRefusedError
+from ..dispatch import implements, register_ufunc, OutRefusedError
 from .elementwise import ndim, shape, refuse_out
 from .shape import to_front, reshape, transpose, normalize_axis
 

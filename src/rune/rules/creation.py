@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import Tracer
-from ..numpy_api import implements
+from ..dispatch import implements
 
 
 def _like(a, dtype, shape, fill):

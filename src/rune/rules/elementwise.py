@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import Primitive, Tracer, bind, safe_products
-from ..numpy_api import register_ufunc, implements, FUNCTIONS, OutRefusedError
+from ..dispatch import register_ufunc, implements, FUNCTIONS, OutRefusedError
 
 # --------------------------------------------------------------------------
 # Shared pieces

@@ -41,7 +41,7 @@ import numpy as np
 
 from ..batching import NeedsPerExample
 from ..core import Primitive, Tracer, TracerConversionError
-from ..numpy_api import FUNCTIONS, implements, OutRefusedError
+from ..dispatch import FUNCTIONS, implements, OutRefusedError
 from .elementwise import shape, ndim
 from .shape import to_front, broadcast_batch, batch_size, normalize_axis
 

@@ -34,7 +34,7 @@ import numpy as np
 
 from .. import numpy_api
 from ..core import Tracer
-from ..numpy_api import implements
+from ..dispatch import implements
 from ..reverse import stop_gradient
 from .elementwise import shape, ndim
 from .shape import normalize_axis

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import Primitive, Tracer
-from ..numpy_api import implements, FUNCTIONS, _REDUCE, _ACCUMULATE, OutRefusedError
+from ..dispatch import implements, FUNCTIONS, REDUCE as _REDUCE, ACCUMULATE as _ACCUMULATE, OutRefusedError
 from ..reverse import stop_gradient
 from .elementwise import shape, ndim
 from .shape import normalize_axes, normalize_axis, to_front, reshape

@@ -30,7 +30,7 @@ import operator
 import numpy as np
 
 from ..core import Primitive, Tracer
-from ..numpy_api import implements, OutRefusedError
+from ..dispatch import implements, OutRefusedError
 from .elementwise import shape, ndim
 
 # --------------------------------------------------------------------------

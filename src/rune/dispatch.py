@@ -1,0 +1,59 @@
+"""The dispatch tables: which rune function handles which NumPy function.
+
+The lowest layer above :mod:`rune.core`: primitives register the ufuncs they
+implement (:func:`register_ufunc`), the NumPy surface registers the functions
+``__array_function__`` maps to (:func:`implements`).  The protocol handlers in
+:mod:`rune.numpy_api` read these tables; nothing here imports a higher layer.
+"""
+
+from __future__ import annotations
+
+from .core import Tracer, TracerConversionError
+
+__all__ = ["UFUNCS", "FUNCTIONS", "REDUCE", "ACCUMULATE", "implements", "register_ufunc",
+           "OutRefusedError", "transformation_name"]
+
+UFUNCS: dict = {}      # ufunc -> primitive (or handler)
+FUNCTIONS: dict = {}   # NumPy function -> handler
+REDUCE: dict = {}      # ufunc -> handler(x, axis, keepdims) for ufunc.reduce
+ACCUMULATE: dict = {}  # ufunc -> handler(x, axis) for ufunc.accumulate
+
+
+def register_ufunc(ufunc, handler):
+    """Route ``ufunc(...)`` on traced values to ``handler`` (usually a primitive)."""
+    UFUNCS[ufunc] = handler
+
+
+def implements(*np_functions):
+    """Decorator: the function handles these NumPy functions on traced values."""
+    def deco(fn):
+        for f in np_functions:
+            FUNCTIONS[f] = fn
+        return fn
+    return deco
+
+
+class OutRefusedError(NotImplementedError, TracerConversionError):
+    """``out=`` on traced values: the spec's NotImplementedError, and, since writing a
+    traced value into a plain array (``a += x`` with ``a`` plain) is what it usually
+    is, a TracerConversionError too."""
+
+
+def transformation_name(args):
+    """The innermost transformation among the traced values in ``args`` (for errors)."""
+    best = None
+    for a in _iter_tracers(args):
+        if best is None or a._trace.level > best.level:
+            best = a._trace
+    return best.kind if best is not None else "a transformation"
+
+
+def _iter_tracers(obj, depth=0):
+    if isinstance(obj, Tracer):
+        yield obj
+    elif isinstance(obj, (list, tuple)) and depth < 3:
+        for o in obj:
+            yield from _iter_tracers(o, depth + 1)
+    elif isinstance(obj, dict) and depth < 3:
+        for o in obj.values():
+            yield from _iter_tracers(o, depth + 1)
