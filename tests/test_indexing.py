@@ -321,7 +321,8 @@ def test_per_example_gradients_with_labels_do_not_loop(monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter("error", rune.PerformanceWarning)
         got = rune.vmap(rune.grad(loss), in_axes=(None, 0, 0))(W, xs, ys)
-    assert len(gathers) == 1 and len(adds) == 1
+    # one scatter for the cotangent and one for its structural-zero mask, not one per example
+    assert len(gathers) == 1 and len(adds) <= 2
     want = np.stack([rune.grad(loss)(W, x, y) for x, y in zip(xs, ys)])
     np.testing.assert_allclose(got, want, rtol=1e-12)
     # and the other way round: the gradient of a vmapped loss

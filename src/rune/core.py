@@ -80,10 +80,11 @@ class Primitive:
     """
 
     __slots__ = ("name", "impl", "jvp", "vjp", "batch", "nondiff", "multiple_results",
-                 "residuals", "masks")
+                 "residuals", "masks", "elementwise")
 
     def __init__(self, name, impl, *, jvp=None, vjp=None, batch=None,
-                 nondiff=False, multiple_results=False, residuals=None):
+                 nondiff=False, multiple_results=False, residuals=None, masks=False,
+                 elementwise=False):
         self.name = name
         self.impl = impl
         self.jvp = jvp
@@ -94,9 +95,12 @@ class Primitive:
         # What the VJP rules read: None (arguments and output), or a subset of
         # ("args", "out"); the tape keeps only that, the rest is passed as None.
         self.residuals = residuals
-        # True for primitives whose VJP sends exact zeros to some inputs (np.where,
-        # maximum, indexing): only then can a zero cotangent meet an infinite derivative.
-        self.masks = False
+        # Structural zeros (SPEC 1.6, rune.reverse.backward). masks: the VJP only moves
+        # or sums cotangents with non-negative weights, and a zero it gives is the branch
+        # not taken (np.where, maximum, indexing). elementwise: element k of the output
+        # depends on element k of each input only.
+        self.masks = masks
+        self.elementwise = elementwise
 
     def __call__(self, *args, **params):
         return bind(self, *args, **params)
@@ -405,11 +409,6 @@ def check_assign(target, value):
 
 
 _np_asarray = np.asarray   # the original, even while rune wraps np.asarray
-
-# Set while a backward pass is re-run because its first result had NaNs: elementwise
-# rules then give 0 wherever the incoming cotangent is 0, whatever the local
-# derivative (the branch not taken of np.where(p > 0, p * np.log(p), 0.0)).
-safe_products = [False]
 
 
 def rank(value):

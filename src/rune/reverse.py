@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import tree as tree_util
-from .core import Trace, Tracer, new_trace, bind, tracer_class_pair, rank, stop_leaf, safe_products
+from .core import Trace, Tracer, new_trace, bind, tracer_class_pair, rank, stop_leaf
 
 __all__ = ["vjp", "grad", "value_and_grad", "stop_gradient"]
 
@@ -22,15 +22,16 @@ __all__ = ["vjp", "grad", "value_and_grad", "stop_gradient"]
 class Node:
     """One recorded primitive application (or an input, with ``vjp`` None)."""
 
-    __slots__ = ("vjp", "args", "params", "out", "parents", "meta")
+    __slots__ = ("vjp", "args", "params", "out", "parents", "meta", "zeros")
 
-    def __init__(self, vjp, args, params, out, parents, meta=None):
+    def __init__(self, vjp, args, params, out, parents, meta=None, zeros=0):
         self.vjp = vjp          # tuple of per-argument rules, or None for an input
         self.args = args        # the unwrapped arguments (residuals)
         self.params = params
         self.out = out          # the unwrapped output (a tuple for multiple results)
         self.parents = parents  # tuple of (arg index, parent node, output position)
         self.meta = out if meta is None else meta   # what has the output's shape and dtype
+        self.zeros = zeros      # how structural zeros cross it: 0, ELEMENTWISE or MASKS
 
 
 class _Meta:
@@ -61,13 +62,12 @@ _ReverseArrayTracer = tracer_class_pair(ReverseTracer)
 
 
 class ReverseTrace(Trace):
-    __slots__ = ("tape", "masked")
+    __slots__ = ("tape",)
     kind = "grad"
 
     def __init__(self):
         super().__init__()
         self.tape = []
-        self.masked = False   # a masking primitive (np.where, ...) was recorded
 
     def lift(self, x):
         return ReverseTracer(x, self, None)
@@ -115,9 +115,11 @@ class ReverseTrace(Trace):
                             vals if "args" in keep else (None,) * len(vals), params,
                             out if "out" in keep else None, parents,
                             None if "out" in keep else _Meta(out))
-            self.tape.append(node)
             if prim.masks:
-                self.masked = True
+                node.zeros = MASKS
+            elif prim.elementwise:
+                node.zeros = ELEMENTWISE
+            self.tape.append(node)
         if prim.multiple_results:
             return tuple(ReverseTracer(o, self, node, k) for k, o in enumerate(out))
         return ReverseTracer(out, self, node)
@@ -162,9 +164,25 @@ def _fit(c, ref):
     return c
 
 
+ELEMENTWISE = 1   # Node.zeros: a structural zero of the output's cotangent is one of each input's
+MASKS = 2         # Node.zeros: the VJP's own zeros are structural (np.where, indexing, max)
+
+
 def backward(tape, seeds):
-    """Walk ``tape`` backwards from ``seeds`` ({node: ct}); return the cotangent map."""
+    """Walk ``tape`` backwards from ``seeds`` ({node: ct}); return the cotangent map.
+
+    Structural zeros (SPEC 1.6) travel beside the cotangents: ``zeros[node]`` is a boolean
+    mask, True where the node's cotangent is zero *because* ``np.where``, a mask or an index
+    selected another element (the branch not taken), and absent when it has none.  A
+    primitive declared ``masks`` creates them (its VJP applied to the indicator of the
+    non-structural elements is zero exactly there); an ``elementwise`` one passes them on,
+    and its contribution is zero there whatever its local derivative (``0 * inf``).  Every
+    other primitive drops them: a zero it passes on is an ordinary number.  The masks are
+    concrete values of the same transformations as the cotangents (batched under vmap),
+    never process-wide state, and ``np.where(mask, 0, c)`` is exact at every order.
+    """
     cts = dict(seeds)
+    zeros = {}
     owned = set()   # nodes whose accumulated cotangent is an array allocated right here:
     #                 only those are added into in place (no other reference to them exists)
     for node in reversed(tape):
@@ -178,33 +196,86 @@ def backward(tape, seeds):
             rules(ct, node, cts)   # and updates its parents' accumulated cotangents itself
             for _, pnode, _ in node.parents:
                 owned.discard(pnode)
+                zeros.pop(pnode, None)
             continue
         out = node.out
         if type(ct) is list:   # several results: instantiate the zeros
             ct = tuple(np.zeros_like(o) if c is None else c for c, o in zip(ct, out))
         args = node.args
         params = node.params
+        mask = zeros.pop(node, None) if zeros else None
+        kind = node.zeros if (mask is not None or node.zeros == MASKS) else 0
         for i, pnode, pos in node.parents:
             rule = rules[i]
             if rule is None:
                 continue
-            c = rule(ct, out, *args, **params)
+            if kind:
+                c, m = _structural(kind, rule, ct, mask, out, args, params)
+            else:
+                c = rule(ct, out, *args, **params)
+                m = None
             if c is None:
                 continue
-            if pos is None:
-                c = _fit(c, pnode.meta)
-                prev = cts.get(pnode)
-                if prev is None:
-                    cts[pnode] = c
-                elif pnode in owned and type(c) is np.ndarray:
-                    np.add(prev, c, out=prev)
-                else:
-                    prev = cts[pnode] = prev + c
-                    if type(prev) is np.ndarray:
-                        owned.add(pnode)
-            else:
+            if pos is not None:
                 accumulate(cts, pnode, pos, _fit(c, pnode.out[pos]))
+                continue
+            meta = pnode.meta
+            if m is not None:
+                m = _fit_mask(m, c, meta.shape)
+            c = _fit(c, meta)
+            prev = cts.get(pnode)
+            if prev is None:
+                cts[pnode] = c
+                if m is not None:
+                    zeros[pnode] = m
+                continue
+            if pnode in zeros:
+                if m is None:
+                    del zeros[pnode]
+                else:
+                    zeros[pnode] = zeros[pnode] & m
+            if pnode in owned and type(c) is np.ndarray:
+                np.add(prev, c, out=prev)
+            else:
+                prev = cts[pnode] = prev + c
+                if type(prev) is np.ndarray:
+                    owned.add(pnode)
+                else:           # traced by an outer transformation: never written in place
+                    owned.discard(pnode)
     return cts
+
+
+def _structural(kind, rule, ct, mask, out, args, params):
+    """One argument's cotangent and its structural-zero mask (None: it has none)."""
+    if kind == ELEMENTWISE:          # mask is not None here
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            c = rule(ct, out, *args, **params)
+        if c is None:
+            return None, None
+        return np.where(mask, 0, c), mask
+    # MASKS: where the rule sends nothing of the non-structural elements, the result is
+    # structural.  The rule runs on the indicator with its residuals' derivatives stopped
+    # (batches are kept), so no outer transformation records it.
+    ones = np.ones(np.shape(ct) if not isinstance(ct, Tracer) else ct.shape)
+    n = ones if mask is None else np.where(mask, 0.0, ones)
+    reach = rule(n, stop_leaf(out), *[stop_leaf(a) for a in args], **params)
+    if reach is None:
+        return None, None
+    m = reach == 0
+    with np.errstate(invalid="ignore"):
+        c = rule(ct, out, *args, **params)
+    return np.where(m, 0, c), m
+
+
+def _fit_mask(m, c, shape):
+    """The mask ``m`` of the cotangent ``c``, brought to the primal's ``shape``: an element
+    that broadcasting summed from several is structural only if all of them were."""
+    cshape = c.shape
+    if m.shape != cshape:
+        m = np.broadcast_to(m, cshape)
+    if cshape != shape:
+        m = np.logical_not(unbroadcast(np.logical_not(m), shape))
+    return m
 
 
 def accumulate(cts, node, pos, c):
@@ -326,7 +397,6 @@ def vjp(f, *primals, has_aux=False):
                 out_nodes.append((None, None))
                 out_vals.append(o)
     tape = trace.tape
-    masked = trace.masked
     out_vals = unalias(out_vals, leaves)
     out = tree_util.unflatten(out_tree, out_vals)
 
@@ -347,17 +417,6 @@ def vjp(f, *primals, has_aux=False):
             accumulate(seeds, node, pos,
                        _as_array(c) if isinstance(c, (float, complex, int)) else c)
         cts = backward(tape, seeds) if seeds else {}
-        if seeds and masked and any(_has_nan(cts.get(node)) for node in in_nodes
-                                    if node is not None) and _all_finite(out_vals):
-            # The output is finite but its gradient is not: a zero cotangent met an
-            # infinite local derivative (the branch not taken of an np.where, say
-            # np.where(p > 0, p * np.log(p), 0)). Run again with products that give 0
-            # there. (An infinite output keeps its honest NaN gradient.)
-            safe_products[0] = True
-            try:
-                cts = backward(tape, seeds)
-            finally:
-                safe_products[0] = False
         grads = []
         for x, node in zip(leaves, in_nodes):
             g = cts.get(node) if node is not None else None
@@ -370,37 +429,6 @@ def vjp(f, *primals, has_aux=False):
     if has_aux:
         return out, pullback, aux
     return out, pullback
-
-
-def _has_nan(g):
-    """Whether a cotangent (plain, or batched by vmap over plain arrays) holds a NaN."""
-    g = _visible(g)
-    if not isinstance(g, (np.ndarray, np.generic)) or g.size == 0:
-        return False
-    kind = g.dtype.kind
-    if kind == "f":
-        return bool(np.isnan(g.min()))   # NaN propagates through min: one cheap pass
-    return kind == "c" and bool(np.isnan(g).any())
-
-
-def _visible(g):
-    """The concrete numbers behind ``g`` (through vmap's batches), or None if not visible."""
-    while isinstance(g, Tracer):
-        if not hasattr(g, "_bdim"):   # a derivative taken outside: values not visible here
-            return None
-        g = g._val                    # vmap's values hold every example: look inside
-    return g
-
-
-def _all_finite(values):
-    for v in values:
-        v = _visible(v)
-        if v is None:
-            return False
-        if isinstance(v, (float, complex, np.ndarray, np.generic)) and \
-                np.asarray(v).dtype.kind in "fc" and not np.all(np.isfinite(v)):
-            return False
-    return True
 
 
 def unalias(outs, inputs):

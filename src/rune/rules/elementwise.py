@@ -3,10 +3,11 @@
 An elementwise primitive's derivative with respect to argument ``i`` is a
 local scalar ``d_i`` (a function of the inputs and the output), so both its
 JVP and its VJP are ``g * d_i``: one line per function below.  The engine
-broadcasts tangents and un-broadcasts cotangents.  Rules marked ``safe``
-have local derivatives that can be infinite or NaN (``sqrt`` at 0, ``log``
-at 0): they give ``0`` where the incoming tangent/cotangent is ``0``, so
-``np.where(x > 0, np.sqrt(x), 0.0)`` has gradient 0, not NaN, at ``x == 0``.
+broadcasts tangents and un-broadcasts cotangents.  Products are ordinary
+products; a structural zero (the branch ``np.where`` did not take) times an
+infinite local derivative (``sqrt`` at 0) is made zero by the engine
+(:func:`rune.reverse.backward`), so ``np.where(x > 0, np.sqrt(x), 0.0)`` has
+gradient 0, not NaN, at ``x == 0``, while ``np.sqrt(x) ** 2`` has NaN there.
 
 Complex numbers follow JAX's convention: rules are holomorphic derivatives
 (``ct * f'(z)``, no conjugation); the non-holomorphic ``abs``, ``conj``,
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core import Primitive, Tracer, bind, safe_products
+from ..core import Primitive, Tracer, bind
 from ..dispatch import register_ufunc, implements, FUNCTIONS, OutRefusedError
 
 # --------------------------------------------------------------------------
@@ -56,39 +57,29 @@ def elementwise_batch(prim):
     return batch
 
 
-def safe_mul(g, d):
-    """``g * d``, but 0 where ``g`` is 0 even if ``d`` is infinite or NaN."""
-    return np.where(g == 0, 0, g * d)
-
-
 def _quiet():
     return np.errstate(divide="ignore", invalid="ignore", over="ignore")
 
 
-def _scale(d, safe):
-    """The rule ``g -> g * d(args, out)`` for one argument."""
+def _scale(d):
+    """The rule ``g -> g * d(args, out)`` for one argument: an ordinary product.
+
+    Where ``g`` is a structural zero (the branch ``np.where`` did not take), the engine
+    makes the product zero whatever ``d`` is (``rune.reverse.backward``); a zero that
+    arithmetic produced is an ordinary number, and ``0 * inf`` is NaN, as in JAX.
+    """
     if d is ONE:
         return lambda g, out, *args: g
     if d is NEG:
         return lambda g, out, *args: -g
-    if safe:
-        def rule(g, out, *args):
-            with _quiet():
-                return safe_mul(g, d(*args, out))
-        return rule
-    def rule(g, out, *args):
-        if safe_products[0]:
-            with _quiet():
-                return safe_mul(g, d(*args, out))
-        return g * d(*args, out)
-    return rule
+    return lambda g, out, *args: g * d(*args, out)
 
 
 ONE = object()   # the local derivative is exactly 1
 NEG = object()   # the local derivative is exactly -1
 
 
-def elementwise(ufunc, *partials, safe=False, name=None, uses=None):
+def elementwise(ufunc, *partials, name=None, uses=None, masks=False):
     """A differentiable elementwise primitive for ``ufunc`` with local derivatives ``partials``.
 
     Each partial is ``d(*args, out)``, ``ONE``, ``NEG`` or ``None`` (no derivative).
@@ -96,25 +87,26 @@ def elementwise(ufunc, *partials, safe=False, name=None, uses=None):
     ``uses`` says what the partials read, ``"out"`` or ``"args"`` (default: both), so
     that the tape keeps nothing else.
     """
-    rules = tuple(None if d is None else _scale(d, safe) for d in partials)
+    rules = tuple(None if d is None else _scale(d) for d in partials)
     if all(d is None or d is ONE or d is NEG for d in partials):
         residuals = ()
     else:
         residuals = None if uses is None else (uses,)
-    p = Primitive(name or ufunc.__name__, ufunc, jvp=rules, vjp=rules, residuals=residuals)
+    p = Primitive(name or ufunc.__name__, ufunc, jvp=rules, vjp=rules, residuals=residuals,
+                  masks=masks, elementwise=True)
     p.batch = elementwise_batch(p)
     register_ufunc(ufunc, p)
     return p
 
 
-def unary(ufunc, d, safe=False, uses=None):
+def unary(ufunc, d, uses=None):
     """``unary(np.sin, lambda x, y: np.cos(x))``: ``d(x, y)`` with ``y`` the output."""
-    return elementwise(ufunc, d, safe=safe, uses=uses)
+    return elementwise(ufunc, d, uses=uses)
 
 
-def binary(ufunc, dx, dy, safe=False, uses=None):
+def binary(ufunc, dx, dy, uses=None, masks=False):
     """``binary(np.multiply, lambda x, y, z: y, lambda x, y, z: x)``: ``z`` is the output."""
-    return elementwise(ufunc, dx, dy, safe=safe, uses=uses)
+    return elementwise(ufunc, dx, dy, uses=uses, masks=masks)
 
 
 def nondiff(ufunc, name=None):
@@ -135,13 +127,13 @@ LN10 = np.log(10.0)
 add_p = binary(np.add, ONE, ONE)
 subtract_p = binary(np.subtract, ONE, NEG)
 multiply_p = binary(np.multiply, lambda x, y, z: y, lambda x, y, z: x, uses="args")
-divide_p = binary(np.true_divide, lambda x, y, z: 1 / y, lambda x, y, z: -z / y, safe=True)
+divide_p = binary(np.true_divide, lambda x, y, z: 1 / y, lambda x, y, z: -z / y)
 negative_p = unary(np.negative, NEG)
 positive_p = unary(np.positive, ONE)
-reciprocal_p = unary(np.reciprocal, lambda x, y: -y * y, safe=True, uses="out")
+reciprocal_p = unary(np.reciprocal, lambda x, y: -y * y, uses="out")
 square_p = unary(np.square, lambda x, y: 2 * x, uses="args")
-sqrt_p = unary(np.sqrt, lambda x, y: 0.5 / y, safe=True, uses="out")
-cbrt_p = unary(np.cbrt, lambda x, y: 1 / (3 * y * y), safe=True, uses="out")
+sqrt_p = unary(np.sqrt, lambda x, y: 0.5 / y, uses="out")
+cbrt_p = unary(np.cbrt, lambda x, y: 1 / (3 * y * y), uses="out")
 def _pow_dx(x, y, power=np.power):
     """``d/dx x**y = y x**(y-1)``, and 0 where ``y == 0`` (``x**0 == 1``, even at ``x == 0``,
     where ``0 * 0**-1`` would be NaN)."""
@@ -151,12 +143,10 @@ def _pow_dx(x, y, power=np.power):
 
 
 power_p = binary(np.power, lambda x, y, z: _pow_dx(x, y),
-                 lambda x, y, z: np.where(x == 0, 0, np.log(np.where(x == 0, 1, x)) * z),
-                 safe=True)
+                 lambda x, y, z: np.where(x == 0, 0, np.log(np.where(x == 0, 1, x)) * z))
 float_power_p = binary(np.float_power, lambda x, y, z: _pow_dx(x, y, np.float_power),
                        lambda x, y, z: np.where(x == 0, 0,
-                                                np.log(np.where(x == 0, 1, x)) * z),
-                       safe=True)
+                                                np.log(np.where(x == 0, 1, x)) * z))
 remainder_p = binary(np.remainder, ONE, lambda x, y, z: -np.floor_divide(x, y))
 fmod_p = binary(np.fmod, ONE, lambda x, y, z: -np.trunc(x / y))
 maximum_p = binary(np.maximum, lambda x, y, z: _tie(x, y, np.greater),
@@ -170,7 +160,7 @@ fmin_p = binary(np.fmin, lambda x, y, z: _tie_nan(x, y, np.less),
 copysign_p = binary(np.copysign, lambda x, y, z: np.where(np.signbit(x) == np.signbit(y), 1, -1),
                     None)
 ldexp_p = binary(np.ldexp, lambda x, i, z: np.ldexp(np.ones_like(x), i), None)
-hypot_p = binary(np.hypot, lambda x, y, z: x / z, lambda x, y, z: y / z, safe=True)
+hypot_p = binary(np.hypot, lambda x, y, z: x / z, lambda x, y, z: y / z)
 
 
 for _p in (maximum_p, minimum_p, fmax_p, fmin_p):
@@ -194,10 +184,10 @@ def _tie_nan(x, y, wins):
 exp_p = unary(np.exp, lambda x, y: y, uses="out")
 exp2_p = unary(np.exp2, lambda x, y: y * LN2, uses="out")
 expm1_p = unary(np.expm1, lambda x, y: y + 1, uses="out")
-log_p = unary(np.log, lambda x, y: 1 / x, safe=True, uses="args")
-log2_p = unary(np.log2, lambda x, y: 1 / (x * LN2), safe=True)
-log10_p = unary(np.log10, lambda x, y: 1 / (x * LN10), safe=True)
-log1p_p = unary(np.log1p, lambda x, y: 1 / (1 + x), safe=True)
+log_p = unary(np.log, lambda x, y: 1 / x, uses="args")
+log2_p = unary(np.log2, lambda x, y: 1 / (x * LN2))
+log10_p = unary(np.log10, lambda x, y: 1 / (x * LN10))
+log1p_p = unary(np.log1p, lambda x, y: 1 / (1 + x))
 logaddexp_p = binary(np.logaddexp, lambda x, y, z: np.exp(x - z), lambda x, y, z: np.exp(y - z))
 logaddexp2_p = binary(np.logaddexp2, lambda x, y, z: np.exp2(x - z),
                       lambda x, y, z: np.exp2(y - z))
@@ -209,19 +199,19 @@ logaddexp2_p = binary(np.logaddexp2, lambda x, y, z: np.exp2(x - z),
 sin_p = unary(np.sin, lambda x, y: np.cos(x), uses="args")
 cos_p = unary(np.cos, lambda x, y: -np.sin(x), uses="args")
 tan_p = unary(np.tan, lambda x, y: 1 + y * y, uses="out")
-arcsin_p = unary(np.arcsin, lambda x, y: 1 / np.sqrt(1 - x * x), safe=True)
-arccos_p = unary(np.arccos, lambda x, y: -1 / np.sqrt(1 - x * x), safe=True)
+arcsin_p = unary(np.arcsin, lambda x, y: 1 / np.sqrt(1 - x * x))
+arccos_p = unary(np.arccos, lambda x, y: -1 / np.sqrt(1 - x * x))
 arctan_p = unary(np.arctan, lambda x, y: 1 / (1 + x * x))
 arctan2_p = binary(np.arctan2, lambda a, b, z: b / (a * a + b * b),
-                   lambda a, b, z: -a / (a * a + b * b), safe=True)
+                   lambda a, b, z: -a / (a * a + b * b))
 sinh_p = unary(np.sinh, lambda x, y: np.cosh(x))
 cosh_p = unary(np.cosh, lambda x, y: np.sinh(x))
 tanh_p = unary(np.tanh, lambda x, y: 1 - y * y)   # keeps its input: see docs/design.md
 arcsinh_p = unary(np.arcsinh, lambda x, y: 1 / np.sqrt(x * x + 1))
 # sqrt(x - 1) * sqrt(x + 1), not sqrt(x * x - 1): the same for real x >= 1, and the
 # principal branch for complex x (the other has the wrong sign where Re(x) < 0).
-arccosh_p = unary(np.arccosh, lambda x, y: 1 / (np.sqrt(x - 1) * np.sqrt(x + 1)), safe=True)
-arctanh_p = unary(np.arctanh, lambda x, y: 1 / (1 - x * x), safe=True)
+arccosh_p = unary(np.arccosh, lambda x, y: 1 / (np.sqrt(x - 1) * np.sqrt(x + 1)))
+arctanh_p = unary(np.arctanh, lambda x, y: 1 / (1 - x * x))
 deg2rad_p = unary(np.deg2rad, lambda x, y: np.pi / 180)
 rad2deg_p = unary(np.rad2deg, lambda x, y: 180 / np.pi)
 register_ufunc(np.radians, deg2rad_p)
@@ -247,7 +237,8 @@ def _abs_vjp(ct, y, x):
     return ct * np.sign(x)
 
 
-absolute_p = Primitive("absolute", np.absolute, jvp=(_abs_jvp,), vjp=(_abs_vjp,))
+absolute_p = Primitive("absolute", np.absolute, jvp=(_abs_jvp,), vjp=(_abs_vjp,),
+                       elementwise=True)
 absolute_p.batch = elementwise_batch(absolute_p)
 register_ufunc(np.absolute, absolute_p)
 register_ufunc(np.fabs, absolute_p)

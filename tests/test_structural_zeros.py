@@ -1,0 +1,197 @@
+"""SPEC 1.6: no NaN from the branch not taken, and no invented numbers, at every order.
+
+A cotangent that is zero *because* ``np.where``, a mask or an index selected another
+element is a structural zero, and a structural zero times an infinite or NaN local
+derivative is zero; a zero made by arithmetic is an ordinary number (``0 * inf`` is
+NaN, as in JAX).  Each case runs in grad, hessian, hvp, jvp-of-grad and vmap-of-grad.
+"""
+
+import threading
+import warnings
+
+import numpy as np
+import pytest
+
+import rune
+from rune import core
+from rune.numpy_api import UFUNCS
+
+from test_elementwise import DIFF_UFUNCS, DOMAINS
+
+
+@pytest.fixture(autouse=True)
+def _quiet_numpy():
+    # The forward passes below compute log(0), 1/0, exp(1000) on purpose, as NumPy would.
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        yield
+
+
+# --------------------------------------------------------------------------
+# Ordinary products are plain: the Hessian of a * u(b) at a = 0 is symmetric
+# --------------------------------------------------------------------------
+
+def _point(name, nin):
+    dom = DOMAINS.get(name)
+    if nin == 1:
+        lo, hi = dom if dom is not None else (-1.5, 1.5)
+        return [0.3 * lo + 0.7 * hi]
+    doms = dom if isinstance(dom, tuple) and isinstance(dom[0], tuple) else (dom, dom)
+    pts = [0.3 * lo + 0.7 * hi for lo, hi in (d or (-1.5, 1.5) for d in doms)]
+    if name in ("maximum", "minimum", "fmax", "fmin"):
+        pts[1] += 0.3                  # away from the tie
+    if name in ("ldexp",):
+        pts[1] = 2.0
+    return pts
+
+
+@pytest.mark.parametrize("name,uf", DIFF_UFUNCS, ids=[n for n, _ in DIFF_UFUNCS])
+def test_hessian_of_zero_times_ufunc_is_symmetric(name, uf):
+    if name == "ldexp":
+        pytest.skip("ldexp's second argument is an integer")
+    pts = _point(name, uf.nin)
+    v = np.array([0.0] + pts)
+
+    def f(v):
+        return v[0] * uf(*[v[k] for k in range(1, uf.nin + 1)])
+
+    H = rune.hessian(f)(v)
+    assert np.all(np.isfinite(H)), H
+    np.testing.assert_allclose(H, H.T, rtol=1e-12, atol=1e-14)
+    # the mixed entries are u's partial derivatives, as rune's first order gives them
+    du = rune.grad(lambda w: uf(*[w[k] for k in range(uf.nin)]))(np.array(pts))
+    np.testing.assert_allclose(H[0, 1:], du, rtol=1e-12, atol=1e-14)
+    # hvp agrees with the Hessian
+    e = np.zeros_like(v)
+    e[0] = 1.0
+    _, (hv,) = rune.hvp(f, (v,), (e,))
+    np.testing.assert_allclose(hv, H[:, 0], rtol=1e-12, atol=1e-14)
+
+
+# --------------------------------------------------------------------------
+# The where trap, at every order
+# --------------------------------------------------------------------------
+
+# (name, the guarded function, the taken branch alone, a singular point, a regular point)
+TRAPS = [
+    ("xlogx", lambda x: np.where(x > 0, x * np.log(x), 0.0), lambda x: x * np.log(x), 0.0, 2.0),
+    ("sqrt", lambda x: np.where(x > 0, np.sqrt(x), 0.0), np.sqrt, 0.0, 2.0),
+    ("log", lambda x: np.where(x > 0, np.log(x), 0.0), np.log, 0.0, 2.0),
+    ("reciprocal", lambda x: np.where(x != 0, 1 / x, 0.0), lambda x: 1 / x, 0.0, 2.0),
+    ("arcsin", lambda x: np.where(x < 1, np.arcsin(x), np.pi / 2), np.arcsin, 1.0, 0.5),
+    ("exp_overflow", lambda x: np.where(x < 100, np.exp(x), 0.0), np.exp, 1000.0, 1.0),
+    ("sqrt_of_index", lambda x: np.concatenate([np.zeros(1), np.sqrt(x)[1:]]),
+     np.sqrt, 0.0, 2.0),
+    ("sqrt_after_maximum", lambda x: np.sqrt(np.maximum(x, 0.0)), np.sqrt, -1.0, 2.0),
+]
+
+
+def _trap_point(sing, reg):
+    return np.array([sing, reg])
+
+
+def _expected(branch, reg):
+    """First and second derivative of the taken branch at the regular point; 0 at the
+    singular one (the constant branch was taken there)."""
+    g = rune.grad(lambda t: np.sum(branch(t)))(np.array([reg]))[0]
+    h = rune.grad(rune.grad(lambda t: np.sum(branch(t))))(reg)
+    return np.array([0.0, g]), np.diag([0.0, h])
+
+
+@pytest.mark.parametrize("name,f,branch,sing,reg", TRAPS, ids=[t[0] for t in TRAPS])
+def test_where_trap_every_mode(name, f, branch, sing, reg):
+    x = _trap_point(sing, reg)
+    loss = lambda x: np.sum(f(x))
+    g_want, H_want = _expected(branch, reg)
+    if name == "sqrt_of_index":
+        g_want[0] = 0.0
+    modes = {
+        "grad": rune.grad(loss)(x),
+        "hvp grad": rune.hvp(loss, (x,), (np.ones(2),))[0][0],
+        "jvp(grad) primal": rune.jvp(rune.grad(loss), (x,), (np.ones(2),))[0],
+        "vmap(grad)": rune.vmap(rune.grad(loss))(np.stack([x, x]))[1],
+    }
+    for mode, g in modes.items():
+        assert np.all(np.isfinite(g)), (mode, g)
+        np.testing.assert_allclose(g, g_want, rtol=1e-10, atol=1e-12, err_msg=mode)
+    second = {
+        "hessian": rune.hessian(loss)(x),
+        "hvp": np.stack([rune.hvp(loss, (x,), (e,))[1][0] for e in np.eye(2)], axis=1),
+        "jvp(grad)": np.stack([rune.jvp(rune.grad(loss), (x,), (e,))[1] for e in np.eye(2)],
+                              axis=1),
+        "jacrev(grad)": rune.jacrev(rune.grad(loss))(x),
+        "vmap(hessian)": rune.vmap(rune.hessian(loss))(np.stack([x, x]))[0],
+    }
+    for mode, H in second.items():
+        assert np.all(np.isfinite(H)), (mode, H)
+        np.testing.assert_allclose(H, H_want, rtol=1e-10, atol=1e-12, err_msg=mode)
+
+
+def test_where_inside_records_and_vmap_of_where_trap():
+    # per-example gradients of the trap, each example its own branch
+    xs = np.array([[0.0, 1.0], [4.0, 0.0], [-1.0, 9.0]])
+    loss = lambda x: np.sum(np.where(x > 0, np.sqrt(x), 0.0))
+    got = rune.vmap(rune.grad(loss))(xs)
+    want = np.where(xs > 0, 0.5 / np.sqrt(np.where(xs > 0, xs, 1.0)), 0.0)
+    np.testing.assert_allclose(got, want)
+
+
+# --------------------------------------------------------------------------
+# No invented numbers: where no branch was masked, the undefined stays NaN (as JAX)
+# --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("f,x", [
+    (lambda x: np.sqrt(x) ** 2, 0.0),
+    (lambda x: np.exp(np.log(x)), 0.0),
+    (lambda x: (np.arcsin(x) - np.pi / 2) ** 2, 1.0),
+    (lambda x: np.sum(1 / np.exp(x)), np.array([1000.0])),
+], ids=["sqrt_squared", "exp_log", "arcsin_squared", "reciprocal_exp_overflow"])
+def test_undefined_stays_nan(f, x):
+    assert np.all(np.isnan(rune.grad(f)(x)))
+
+
+def test_an_unrelated_mask_does_not_change_a_nan():
+    x = np.array([1000.0, 1.0])
+    plain = rune.grad(lambda x: np.sum(1 / np.exp(x)))(x)
+    masked = rune.grad(lambda x: np.sum(1 / np.exp(x)) + 0 * x[0])(x)
+    np.testing.assert_array_equal(np.isnan(plain), np.isnan(masked))
+    assert np.isnan(plain[0]) and np.isfinite(plain[1])
+
+
+def test_arithmetic_zero_is_an_ordinary_number():
+    # d/dx [0 * sqrt(x)] at 0: the zero is arithmetic, not a branch: NaN, as in JAX
+    assert np.isnan(rune.grad(lambda x: 0.0 * np.sqrt(x))(0.0))
+    # but the zero cotangent an index did not select is structural
+    g = rune.grad(lambda x: np.sqrt(x)[1])(np.array([0.0, 4.0]))
+    np.testing.assert_array_equal(g, [0.0, 0.25])
+
+
+def test_threads_never_see_each_others_branches():
+    """The structural zeros of one thread's gradient never reach another's."""
+    x_trap = np.array([0.0, 2.0])
+    x_nan = np.array([1000.0, 1.0])
+    trap = rune.grad(lambda x: np.sum(np.where(x > 0, x * np.log(x), 0.0)))
+    nan = rune.grad(lambda x: np.sum(1 / np.exp(x)))
+    bad = []
+    start = threading.Barrier(2)
+
+    def run_trap():
+        start.wait()
+        for _ in range(40):
+            if not np.all(np.isfinite(trap(x_trap))):
+                bad.append("trap")
+
+    def run_nan():
+        start.wait()
+        for _ in range(40):
+            if not np.isnan(nan(x_nan)[0]):
+                bad.append("nan")
+
+    with np.errstate(all="ignore"):
+        threads = [threading.Thread(target=run_trap), threading.Thread(target=run_nan)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert not bad, bad
+    assert core.active_traces() == ()
