@@ -110,6 +110,8 @@ def test_where_trap_every_mode(name, f, branch, sing, reg):
         "hvp grad": rune.hvp(loss, (x,), (np.ones(2),))[0][0],
         "jvp(grad) primal": rune.jvp(rune.grad(loss), (x,), (np.ones(2),))[0],
         "vmap(grad)": rune.vmap(rune.grad(loss))(np.stack([x, x]))[1],
+        "jacfwd": rune.jacfwd(loss)(x),
+        "jvp": np.array([rune.jvp(loss, (x,), (e,))[1] for e in np.eye(2)]),
     }
     for mode, g in modes.items():
         assert np.all(np.isfinite(g)), (mode, g)
@@ -121,6 +123,8 @@ def test_where_trap_every_mode(name, f, branch, sing, reg):
                               axis=1),
         "jacrev(grad)": rune.jacrev(rune.grad(loss))(x),
         "vmap(hessian)": rune.vmap(rune.hessian(loss))(np.stack([x, x]))[0],
+        "jacfwd(jacfwd)": rune.jacfwd(rune.jacfwd(loss))(x),
+        "jacrev(jacrev)": rune.jacrev(rune.jacrev(loss))(x),
     }
     for mode, H in second.items():
         assert np.all(np.isfinite(H)), (mode, H)
@@ -158,9 +162,44 @@ def test_an_unrelated_mask_does_not_change_a_nan():
     assert np.isnan(plain[0]) and np.isfinite(plain[1])
 
 
+@pytest.mark.parametrize("layout", [
+    lambda y: y.reshape(2, 2).T.reshape(4)[[0, 2, 1, 3]],
+    lambda y: np.roll(np.roll(np.concatenate([y[:2], y[2:]]), 1), -1),
+    lambda y: np.broadcast_to(y, (3, 4)).sum(axis=0) / 3,
+    lambda y: np.sort(y[::-1])[np.argsort(np.argsort(y))],
+], ids=["reshape_transpose_gather", "roll_concatenate", "broadcast_sum", "sort"])
+def test_structural_zeros_cross_layout_operations(layout):
+    """Between the mask and the singular derivative, layout operations (each case is the
+    identity, so the mask lines up with the singular elements) keep the zeros structural,
+    in reverse and forward mode, first and second order.  (A cumulative sum is not one:
+    the cotangent it gives an element mixes live ones, and a zero there is arithmetic.)"""
+    x = np.array([0.0, 4.0, 0.0, 9.0])
+    loss = lambda x: np.sum(np.where(x > 0, layout(np.sqrt(x)), 0.0) ** 2)
+    want = rune.grad(lambda x: np.sum(np.where(x > 0, layout(np.sqrt(np.where(x > 0, x, 1.0))),
+                                               0.0) ** 2))(x)
+    for got in (rune.grad(loss)(x), rune.jacfwd(loss)(x)):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
+    H = rune.hessian(loss)(x)
+    assert np.all(np.isfinite(H))
+    np.testing.assert_allclose(H, H.T, rtol=1e-12, atol=1e-14)
+
+
+def test_forward_mode_through_a_mask():
+    """jvp: a tangent that np.maximum or an index did not select stays zero through sqrt."""
+    f = lambda x: np.sqrt(np.maximum(x, 0.0))
+    _, t = rune.jvp(f, (np.array([-1.0, 4.0]),), (np.ones(2),))
+    np.testing.assert_array_equal(t, [0.0, 0.25])
+    J = rune.jacfwd(lambda x: np.sqrt(x[1:]))(np.array([0.0, 4.0]))
+    np.testing.assert_array_equal(J, [[0.0, 0.25]])
+    # grad and jvp agree
+    g = rune.grad(lambda x: np.sum(f(x)))(np.array([-1.0, 4.0]))
+    np.testing.assert_array_equal(g, t)
+
+
 def test_arithmetic_zero_is_an_ordinary_number():
     # d/dx [0 * sqrt(x)] at 0: the zero is arithmetic, not a branch: NaN, as in JAX
     assert np.isnan(rune.grad(lambda x: 0.0 * np.sqrt(x))(0.0))
+    assert np.isnan(rune.jvp(lambda x: 0.0 * np.sqrt(x), (0.0,), (1.0,))[1])
     # but the zero cotangent an index did not select is structural
     g = rune.grad(lambda x: np.sqrt(x)[1])(np.array([0.0, 4.0]))
     np.testing.assert_array_equal(g, [0.0, 0.25])

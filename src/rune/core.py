@@ -80,11 +80,11 @@ class Primitive:
     """
 
     __slots__ = ("name", "impl", "jvp", "vjp", "batch", "nondiff", "multiple_results",
-                 "residuals", "masks", "elementwise")
+                 "residuals", "masks", "elementwise", "layout")
 
     def __init__(self, name, impl, *, jvp=None, vjp=None, batch=None,
                  nondiff=False, multiple_results=False, residuals=None, masks=False,
-                 elementwise=False):
+                 elementwise=False, layout=False):
         self.name = name
         self.impl = impl
         self.jvp = jvp
@@ -95,12 +95,11 @@ class Primitive:
         # What the VJP rules read: None (arguments and output), or a subset of
         # ("args", "out"); the tape keeps only that, the rest is passed as None.
         self.residuals = residuals
-        # Structural zeros (SPEC 1.6, rune.reverse.backward). masks: the VJP only moves
-        # or sums cotangents with non-negative weights, and a zero it gives is the branch
-        # not taken (np.where, maximum, indexing). elementwise: element k of the output
-        # depends on element k of each input only.
-        self.masks = masks
-        self.elementwise = elementwise
+        # Structural zeros (SPEC 1.6, rune.reverse.backward). masks: the rules only move
+        # or sum with weights >= 0, and a zero they give is the branch not taken (where,
+        # maximum, indexing); layout: the same, and they create none (reshape, sum).
+        # elementwise: element k of the output depends on element k of each input only.
+        self.masks, self.elementwise, self.layout = masks, elementwise, layout
 
     def __call__(self, *args, **params):
         return bind(self, *args, **params)

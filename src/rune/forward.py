@@ -11,21 +11,22 @@ from __future__ import annotations
 import numpy as np
 
 from . import tree as tree_util
-from .core import Trace, Tracer, new_trace, bind, tracer_class_pair, rank
+from .core import Trace, Tracer, new_trace, bind, tracer_class_pair, rank, stop_leaf
 from .reverse import cast_like, _is_float_leaf, _as_array, _zero_like, unalias
 
 __all__ = ["jvp"]
 
 
 class ForwardTracer(Tracer):
-    __slots__ = ("_tan",)
-    _extra = {"_tan": None}
+    __slots__ = ("_tan", "_zeros")
+    _extra = {"_tan": None, "_zeros": None}
 
-    def __new__(cls, val, tan, trace):
+    def __new__(cls, val, tan, trace, zeros=None):
         self = object.__new__(_ForwardArrayTracer if rank(val) else ForwardTracer)
         self._val = val
         self._tan = tan
         self._trace = trace
+        self._zeros = zeros     # True where the tangent is a structural zero (None: nowhere)
         return self
 
 
@@ -49,22 +50,71 @@ class ForwardTrace(Trace):
 
     def unwrap(self, args):
         """``(primals, tangents)`` of the arguments (a tangent of None is a zero)."""
+        return self.unwrap_masked(args)[:2]
+
+    def unwrap_masked(self, args):
+        """``(primals, tangents, masked)``; ``masked``: some tangent has structural zeros."""
         primals = []
         tangents = []
+        masked = False
         for a in args:
             if isinstance(a, ForwardTracer) and a._trace is self:
                 primals.append(a._val)
                 tangents.append(a._tan)
+                if a._zeros is not None:
+                    masked = True
             else:
                 primals.append(a)
                 tangents.append(None)
-        return primals, tangents
+        return primals, tangents, masked
 
     def process(self, prim, args, params):
-        primals, tangents = self.unwrap(args)
+        primals, tangents, masked = self.unwrap_masked(args)
         out = prim.impl(*primals, **params) if self.bottom else bind(prim, *primals, **params)
         if prim.nondiff:
             return out
+        if prim.multiple_results or callable(prim.jvp):
+            t_out = self._tangent(prim, primals, tangents, out, params)
+            return t_out if prim.multiple_results else ForwardTracer(out, t_out, self)
+        if prim.masks or (masked and (prim.elementwise or prim.layout)):
+            return self._process_structural(prim, args, primals, tangents, out, params)
+        return ForwardTracer(out, self._tangent(prim, primals, tangents, out, params), self)
+
+    def _process_structural(self, prim, args, primals, tangents, out, params):
+        """SPEC 1.6 in forward mode (see ``rune.reverse.backward``): a tangent that is zero
+        because ``np.where`` or an index selected another element stays zero through an
+        infinite local derivative, and ``masks`` primitives create such zeros."""
+        masks = [a._zeros if isinstance(a, ForwardTracer) and a._trace is self else None
+                 for a in args]
+        if not prim.elementwise or prim.masks:   # reach: the rules on the live indicators
+            reach = None
+            sout, sprims = stop_leaf(out), [stop_leaf(p) for p in primals]
+            for i, (t, m) in enumerate(zip(tangents, masks)):
+                if t is None or prim.jvp[i] is None:
+                    continue
+                ones = np.ones(t.shape)
+                r = prim.jvp[i](ones if m is None else np.where(m, 0.0, ones), sout, *sprims,
+                                **params)
+                if r is not None:
+                    reach = r if reach is None else reach + r
+            zeros = None if reach is None else reach == 0
+        else:              # elementwise: structural where every live tangent is
+            zeros = None
+            for t, m in zip(tangents, masks):
+                if t is None:
+                    continue
+                if m is None:
+                    zeros = None
+                    break
+                zeros = m if zeros is None else zeros & m
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            t_out = self._tangent(prim, primals, tangents, out, params)
+        if zeros is None or t_out is None:
+            return ForwardTracer(out, t_out, self)
+        return ForwardTracer(out, np.where(zeros, 0, t_out), self, zeros)
+
+    def _tangent(self, prim, primals, tangents, out, params):
+        """The output's tangent (for several results: the output tracers)."""
         rules = prim.jvp
         t_out = None
         if callable(rules):     # a joint rule: rule(tangents, out, *primals, **params)
@@ -97,7 +147,7 @@ class ForwardTrace(Trace):
                          for o, t in zip(out, t_out))
         if t_out is not None:
             t_out = _fit_tangent(t_out, out)
-        return ForwardTracer(out, t_out, self)
+        return t_out
 
 
 def _check_tangent(p, t, path):

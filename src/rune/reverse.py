@@ -119,6 +119,8 @@ class ReverseTrace(Trace):
                 node.zeros = MASKS
             elif prim.elementwise:
                 node.zeros = ELEMENTWISE
+            elif prim.layout:
+                node.zeros = LAYOUT
             self.tape.append(node)
         if prim.multiple_results:
             return tuple(ReverseTracer(o, self, node, k) for k, o in enumerate(out))
@@ -164,8 +166,10 @@ def _fit(c, ref):
     return c
 
 
-ELEMENTWISE = 1   # Node.zeros: a structural zero of the output's cotangent is one of each input's
-MASKS = 2         # Node.zeros: the VJP's own zeros are structural (np.where, indexing, max)
+# Node.zeros, how structural zeros cross a node (see Primitive's masks/elementwise/layout)
+ELEMENTWISE = 1   # a structural zero of the output's cotangent is one of each input's
+LAYOUT = 2        # the VJP moves or sums cotangents: its zeros from structural ones are
+MASKS = 3         # ... and its own zeros are structural too (np.where, indexing, max)
 
 
 def backward(tape, seeds):
@@ -253,7 +257,7 @@ def _structural(kind, rule, ct, mask, out, args, params):
         if c is None:
             return None, None
         return np.where(mask, 0, c), mask
-    # MASKS: where the rule sends nothing of the non-structural elements, the result is
+    # MASKS, LAYOUT: where the rule sends nothing of the non-structural elements, the result is
     # structural.  The rule runs on the indicator with its residuals' derivatives stopped
     # (batches are kept), so no outer transformation records it.
     ones = np.ones(np.shape(ct) if not isinstance(ct, Tracer) else ct.shape)

@@ -142,7 +142,7 @@ index_add_p = Primitive(
              _zeros_of(out, t.dtype), t, *arrays, template=template)),
     vjp=(lambda ct, out, x, v, *arrays, template: ct,
          lambda ct, out, x, v, *arrays, template: _value_ct(
-             gather_p(ct, *arrays, template=template), v)))
+             gather_p(ct, *arrays, template=template), v)), layout=True)
 
 index_set_p = Primitive(
     "setitem", _index_set_impl,
@@ -152,7 +152,8 @@ index_set_p = Primitive(
              _zeros_of(out, t.dtype), t, *arrays, template=template)),
     vjp=(lambda ct, out, x, v, *arrays, template: index_set_p(
         ct, np.zeros((), ct.dtype), *arrays, template=template),
-         lambda ct, out, x, v, *arrays, template: _index_set_vjp_v(ct, x, v, arrays, template)))
+         lambda ct, out, x, v, *arrays, template: _index_set_vjp_v(ct, x, v, arrays, template)),
+    masks=True)
 
 
 def _index_set_vjp_v(ct, x, v, arrays, template):
@@ -640,7 +641,7 @@ permute_p = Primitive(
     jvp=(lambda t, out, x, perm, axis: permute_p(t, perm, axis=axis), None),
     vjp=(lambda ct, out, x, perm, axis: permute_p(ct, inverse_perm_p(perm, axis=axis),
                                                   axis=axis), None),
-    batch=_permute_batch)
+    batch=_permute_batch, layout=True)
 
 
 @implements(np.argsort)

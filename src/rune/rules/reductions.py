@@ -66,7 +66,7 @@ sum_p = Primitive(
     jvp=(lambda t, out, x, axis, keepdims: sum_p(t, axis=axis, keepdims=keepdims),),
     vjp=(lambda ct, out, x, axis, keepdims: _expand_back(ct, x, axis, keepdims),),
     batch=lambda args, bdims, axis, keepdims: _batch_axes(args, bdims, axis, keepdims, sum_p),
-    residuals=("args",))
+    residuals=("args",), layout=True)
 
 
 @implements(np.sum)
@@ -361,7 +361,8 @@ def _cum_batch(prim):
 cumsum_p = Primitive(
     "cumsum", lambda x, axis: np.cumsum(x, axis=axis),
     jvp=(lambda t, out, x, axis: cumsum_p(t, axis=axis),),
-    vjp=(lambda ct, out, x, axis: _reverse(cumsum_p(_reverse(ct, axis), axis=axis), axis),))
+    vjp=(lambda ct, out, x, axis: _reverse(cumsum_p(_reverse(ct, axis), axis=axis), axis),),
+    layout=True)
 cumsum_p.batch = _cum_batch(cumsum_p)
 
 

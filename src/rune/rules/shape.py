@@ -91,7 +91,7 @@ reshape_p = Primitive(
     "reshape", lambda x, shape: np.reshape(x, shape),
     jvp=(lambda t, out, x, shape: reshape_p(t, shape=shape),),
     vjp=(lambda ct, out, x, shape: reshape_p(ct, shape=tuple(x.shape)),),
-    batch=_reshape_batch)
+    batch=_reshape_batch, layout=True)
 
 
 def _resolve_shape(newshape, size):
@@ -202,7 +202,7 @@ transpose_p = Primitive(
     "transpose", lambda x, axes: np.transpose(x, axes),
     jvp=(lambda t, out, x, axes: transpose_p(t, axes=axes),),
     vjp=(lambda ct, out, x, axes: transpose_p(ct, axes=tuple(np.argsort(axes))),),
-    batch=_transpose_batch, residuals=())
+    batch=_transpose_batch, residuals=(), layout=True)
 
 
 @implements(np.transpose)
@@ -268,7 +268,7 @@ broadcast_to_p = Primitive(
     "broadcast_to", lambda x, shape: np.broadcast_to(x, shape),
     jvp=(lambda t, out, x, shape: t,),          # the engine broadcasts tangents
     vjp=(lambda ct, out, x, shape: ct,),        # ... and un-broadcasts cotangents
-    batch=_broadcast_to_batch, residuals=())
+    batch=_broadcast_to_batch, residuals=(), layout=True)
 
 
 @implements(np.broadcast_to)
@@ -317,7 +317,8 @@ def _concatenate_batch(args, bdims, axis):
 
 
 concatenate_p = Primitive("concatenate", lambda *xs, axis: np.concatenate(xs, axis=axis),
-                          jvp=_concatenate_jvp, vjp=_ConcatVJP(), batch=_concatenate_batch)
+                          jvp=_concatenate_jvp, vjp=_ConcatVJP(), batch=_concatenate_batch,
+                          layout=True)
 
 
 @implements(np.concatenate)
@@ -633,7 +634,7 @@ roll_p = Primitive(
     jvp=(lambda t, out, x, shift, axis: roll_p(t, shift=shift, axis=axis),),
     vjp=(lambda ct, out, x, shift, axis: roll_p(ct, shift=tuple(-s for s in shift),
                                                axis=axis),),
-    batch=_roll_batch)
+    batch=_roll_batch, layout=True)
 
 
 @implements(np.roll)
