@@ -117,8 +117,9 @@ def test_every_primitive_has_all_rules():
 
 
 def test_kinks_and_ties():
+    # abs: 1 at 0, as JAX (so |x| ** 2 has its true second derivative there)
     g = rune.grad(lambda x: np.sum(np.abs(x)))(np.array([-2.0, 0.0, 3.0]))
-    np.testing.assert_array_equal(g, [-1.0, 0.0, 1.0])
+    np.testing.assert_array_equal(g, [-1.0, 1.0, 1.0])
     g = rune.grad(lambda x, y: np.sum(np.minimum(x, y)), argnums=(0, 1))(
         np.array([1.0, 2.0]), np.array([1.0, 3.0]))
     np.testing.assert_array_equal(g[0], [0.5, 1.0])

@@ -69,12 +69,12 @@ class BatchTracer(Tracer):
     def _concrete(self):
         if self._bdim is None:
             return self._val
-        raise _BatchedBranch(self._trace, "a Python branch or conversion")
+        raise self._trace.branch("a Python branch or conversion")
 
     def _convert(self, kind):
         if self._bdim is None:
             return kind(self._val)
-        raise _BatchedBranch(self._trace, f"{kind.__name__}()")
+        raise self._trace.branch(f"{kind.__name__}()")
 
     def __array__(self, dtype=None, copy=None):
         if self._bdim is None:
@@ -82,7 +82,7 @@ class BatchTracer(Tracer):
         if self.dtype.kind in "biu":
             # NumPy's C code wants one concrete integer array (a plain array indexed by
             # a batched index, say): run the function once per example instead.
-            raise _BatchedBranch(self._trace, "a batched index used on a plain NumPy array")
+            raise self._trace.branch("a batched index used on a plain NumPy array")
         return Tracer.__array__(self, dtype, copy)
 
     def _stop_gradient(self):
@@ -112,7 +112,7 @@ def bdim_to_front(x, bdim, size=None):
 
 
 class BatchTrace(Trace):
-    __slots__ = ("size", "strict", "fn_name")
+    __slots__ = ("size", "strict", "fn_name", "branched")
     kind = "vmap"
 
     def __init__(self, size, strict, fn_name):
@@ -120,6 +120,21 @@ class BatchTrace(Trace):
         self.size = size
         self.strict = strict
         self.fn_name = fn_name
+        self.branched = None    # the first _BatchedBranch raised: kept, so that user code
+        #                         swallowing it (a bare except) cannot hide the fallback
+
+    def branch(self, what, data_dependent=False):
+        """The signal that the function needs the per-example fallback (or, for a value
+        that escaped its vmap, a clear error)."""
+        if not self.active:
+            return RuntimeError(
+                f"a value batched by a vmap that has already returned was used in {what} "
+                f"(an escaped tracer: it was stored or returned from inside the vmapped "
+                f"function); return it from the function instead")
+        e = _BatchedBranch(self, what, data_dependent)
+        if self.branched is None:
+            self.branched = e
+        return e
 
     def lift(self, x):
         return BatchTracer(x, None, self)
@@ -150,7 +165,7 @@ class BatchTrace(Trace):
             try:
                 res = rule(vals, bdims, **params)
             except NeedsPerExample as e:
-                raise _BatchedBranch(self, str(e), data_dependent=True) from None
+                raise self.branch(str(e), data_dependent=True) from None
         if res is NotImplemented:
             res = self._loop(prim, vals, bdims, params)
         out, out_bdim = res
@@ -285,12 +300,15 @@ def vmap(f, in_axes=0, out_axes=0, axis_size=None, strict=False):
                           if ax is not None or type(x) is np.ndarray else x
                           for x, ax in zip(leaves, norm_axes)]
                 result = f(*tree_util.unflatten(in_tree, inputs))
+                if trace.branched is not None:      # the signal was caught by user code
+                    raise trace.branched
                 out_leaves, out_tree = tree_util.flatten(result)
                 placed = _place_outputs(out_leaves, out_tree, trace, size)
             return tree_util.unflatten(out_tree, unalias(placed, leaves))
         except _BatchedBranch as e:
             if e.trace is not trace:
                 raise
+            e = trace.branched or e
             what = e.what
             cause = (f"uses {what}" if e.data_dependent else
                      f"uses Python control flow ({what}) on a value batched by vmap")
@@ -341,6 +359,8 @@ def vmap(f, in_axes=0, out_axes=0, axis_size=None, strict=False):
         return outs
 
     def _per_example(f, leaves, in_tree, norm_axes, size):
+        if size == 0:
+            return _empty_batch(f, leaves, in_tree, norm_axes)
         results = []
         for i in range(size):
             # each example gets its own arrays: a function writing into one must not
@@ -368,6 +388,29 @@ def vmap(f, in_axes=0, out_axes=0, axis_size=None, strict=False):
             else:
                 outs.append(np.stack(col, axis=oa))
         return tree_util.unflatten(out_tree, unalias(outs, leaves))
+
+    def _empty_batch(f, leaves, in_tree, norm_axes):
+        """An empty batch has no example to run: run one of zeros for the output's
+        structure, shapes and dtypes, and return empty stacks of them."""
+        ex = [x if ax is None else np.zeros(np.delete(np.shape(x), ax), np.asarray(x).dtype)
+              for x, ax in zip(leaves, norm_axes)]
+        try:
+            out = f(*tree_util.unflatten(in_tree, ex))
+        except Exception as e:
+            raise ValueError(
+                f"vmap over an empty batch had to run {fn_name} once per example (it "
+                f"branches on batched values) and so ran it on one example of zeros to "
+                f"learn its output's shape, which failed: {e!r}") from e
+        out_leaves, out_tree = tree_util.flatten(out)
+        if _is_axis_leaf(out_axes):
+            oaxes = [out_axes] * len(out_leaves)
+        else:
+            oaxes = tree_util.broadcast_prefix(out_axes, out, _is_axis_leaf, "out",
+                                               "vmap out_axes")
+        outs = [o if oa is None else
+                np.moveaxis(np.zeros((0,) + np.shape(o), np.asarray(o).dtype), 0, oa)
+                for o, oa in zip(out_leaves, oaxes)]
+        return tree_util.unflatten(out_tree, outs)
 
     vmapped.__name__ = f"vmap({fn_name})"
     vmapped.__qualname__ = vmapped.__name__

@@ -313,7 +313,10 @@ class Tracer:
         return _item(self._concrete(), args)
 
     def tolist(self):
-        return np.asarray(self._concrete()).tolist()
+        """Traced scalars, so that ``np.array(x.tolist())`` keeps the derivative."""
+        if self.dtype.kind not in "fc":
+            return np.asarray(self._concrete()).tolist()
+        return self if self.ndim == 0 else [v.tolist() for v in self]
 
     def __float__(self):
         return self._convert(float)

@@ -72,7 +72,20 @@ def _scale(d):
         return lambda g, out, *args: g
     if d is NEG:
         return lambda g, out, *args: -g
+    if isinstance(d, over):
+        den = d.den
+        return lambda g, out, *args: g / den(*args, out)
     return lambda g, out, *args: g * d(*args, out)
+
+
+class over:
+    """A local derivative ``1 / den(*args, out)``, applied as ``g / den``: dividing keeps
+    ``d/dx exp(log(x))`` exact at ``x = 1e-310``, where ``1 / x`` overflows."""
+
+    __slots__ = ("den",)
+
+    def __init__(self, den):
+        self.den = den
 
 
 ONE = object()   # the local derivative is exactly 1
@@ -82,7 +95,8 @@ NEG = object()   # the local derivative is exactly -1
 def elementwise(ufunc, *partials, name=None, uses=None, masks=False):
     """A differentiable elementwise primitive for ``ufunc`` with local derivatives ``partials``.
 
-    Each partial is ``d(*args, out)``, ``ONE``, ``NEG`` or ``None`` (no derivative).
+    Each partial is ``d(*args, out)``, ``over(den)`` (the derivative ``1 / den``),
+    ``ONE``, ``NEG`` or ``None`` (no derivative).
     JVP and VJP are the same rule, ``g * d``, since ``d`` is a scalar per element.
     ``uses`` says what the partials read, ``"out"`` or ``"args"`` (default: both), so
     that the tape keeps nothing else.
@@ -127,13 +141,13 @@ LN10 = np.log(10.0)
 add_p = binary(np.add, ONE, ONE)
 subtract_p = binary(np.subtract, ONE, NEG)
 multiply_p = binary(np.multiply, lambda x, y, z: y, lambda x, y, z: x, uses="args")
-divide_p = binary(np.true_divide, lambda x, y, z: 1 / y, lambda x, y, z: -z / y)
+divide_p = binary(np.true_divide, over(lambda x, y, z: y), lambda x, y, z: -z / y)
 negative_p = unary(np.negative, NEG)
 positive_p = unary(np.positive, ONE)
 reciprocal_p = unary(np.reciprocal, lambda x, y: -y * y, uses="out")
 square_p = unary(np.square, lambda x, y: 2 * x, uses="args")
-sqrt_p = unary(np.sqrt, lambda x, y: 0.5 / y, uses="out")
-cbrt_p = unary(np.cbrt, lambda x, y: 1 / (3 * y * y), uses="out")
+sqrt_p = unary(np.sqrt, over(lambda x, y: 2 * y), uses="out")
+cbrt_p = unary(np.cbrt, over(lambda x, y: 3 * y * y), uses="out")
 def _pow_dx(x, y, power=np.power):
     """``d/dx x**y = y x**(y-1)``, and 0 where ``y == 0`` (``x**0 == 1``, even at ``x == 0``,
     where ``0 * 0**-1`` would be NaN)."""
@@ -160,7 +174,8 @@ fmin_p = binary(np.fmin, lambda x, y, z: _tie_nan(x, y, np.less),
 copysign_p = binary(np.copysign, lambda x, y, z: np.where(np.signbit(x) == np.signbit(y), 1, -1),
                     None)
 ldexp_p = binary(np.ldexp, lambda x, i, z: np.ldexp(np.ones_like(x), i), None)
-hypot_p = binary(np.hypot, lambda x, y, z: x / z, lambda x, y, z: y / z)
+hypot_p = binary(np.hypot, lambda x, y, z: x / np.where(z == 0, 1, z),   # 0 at the origin,
+                 lambda x, y, z: y / np.where(z == 0, 1, z))   # as |x| is, and JAX
 
 
 for _p in (maximum_p, minimum_p, fmax_p, fmin_p):
@@ -184,10 +199,10 @@ def _tie_nan(x, y, wins):
 exp_p = unary(np.exp, lambda x, y: y, uses="out")
 exp2_p = unary(np.exp2, lambda x, y: y * LN2, uses="out")
 expm1_p = unary(np.expm1, lambda x, y: y + 1, uses="out")
-log_p = unary(np.log, lambda x, y: 1 / x, uses="args")
-log2_p = unary(np.log2, lambda x, y: 1 / (x * LN2))
-log10_p = unary(np.log10, lambda x, y: 1 / (x * LN10))
-log1p_p = unary(np.log1p, lambda x, y: 1 / (1 + x))
+log_p = unary(np.log, over(lambda x, y: x), uses="args")
+log2_p = unary(np.log2, over(lambda x, y: x * LN2))
+log10_p = unary(np.log10, over(lambda x, y: x * LN10))
+log1p_p = unary(np.log1p, over(lambda x, y: 1 + x))
 logaddexp_p = binary(np.logaddexp, lambda x, y, z: np.exp(x - z), lambda x, y, z: np.exp(y - z))
 logaddexp2_p = binary(np.logaddexp2, lambda x, y, z: np.exp2(x - z),
                       lambda x, y, z: np.exp2(y - z))
@@ -199,19 +214,19 @@ logaddexp2_p = binary(np.logaddexp2, lambda x, y, z: np.exp2(x - z),
 sin_p = unary(np.sin, lambda x, y: np.cos(x), uses="args")
 cos_p = unary(np.cos, lambda x, y: -np.sin(x), uses="args")
 tan_p = unary(np.tan, lambda x, y: 1 + y * y, uses="out")
-arcsin_p = unary(np.arcsin, lambda x, y: 1 / np.sqrt(1 - x * x))
-arccos_p = unary(np.arccos, lambda x, y: -1 / np.sqrt(1 - x * x))
-arctan_p = unary(np.arctan, lambda x, y: 1 / (1 + x * x))
+arcsin_p = unary(np.arcsin, over(lambda x, y: np.sqrt(1 - x * x)))
+arccos_p = unary(np.arccos, over(lambda x, y: -np.sqrt(1 - x * x)))
+arctan_p = unary(np.arctan, over(lambda x, y: 1 + x * x))
 arctan2_p = binary(np.arctan2, lambda a, b, z: b / (a * a + b * b),
                    lambda a, b, z: -a / (a * a + b * b))
 sinh_p = unary(np.sinh, lambda x, y: np.cosh(x))
 cosh_p = unary(np.cosh, lambda x, y: np.sinh(x))
 tanh_p = unary(np.tanh, lambda x, y: 1 - y * y)   # keeps its input: see docs/design.md
-arcsinh_p = unary(np.arcsinh, lambda x, y: 1 / np.sqrt(x * x + 1))
+arcsinh_p = unary(np.arcsinh, over(lambda x, y: np.sqrt(x * x + 1)))
 # sqrt(x - 1) * sqrt(x + 1), not sqrt(x * x - 1): the same for real x >= 1, and the
 # principal branch for complex x (the other has the wrong sign where Re(x) < 0).
-arccosh_p = unary(np.arccosh, lambda x, y: 1 / (np.sqrt(x - 1) * np.sqrt(x + 1)))
-arctanh_p = unary(np.arctanh, lambda x, y: 1 / (1 - x * x))
+arccosh_p = unary(np.arccosh, over(lambda x, y: np.sqrt(x - 1) * np.sqrt(x + 1)))
+arctanh_p = unary(np.arctanh, over(lambda x, y: 1 - x * x))
 deg2rad_p = unary(np.deg2rad, lambda x, y: np.pi / 180)
 rad2deg_p = unary(np.rad2deg, lambda x, y: 180 / np.pi)
 register_ufunc(np.radians, deg2rad_p)
@@ -227,14 +242,14 @@ def _abs_jvp(t, y, x):
         with _quiet():
             d = np.where(y == 0, 0, np.conj(x) / np.where(y == 0, 1, y))
         return np.real(t * d)
-    return t * np.sign(x)
+    return np.where(x >= 0, t, -t)      # 1 at 0, as JAX: |x| ** 2 has second derivative 2
 
 
 def _abs_vjp(ct, y, x):
     if x.dtype.kind == "c":   # (ct * conj(x)) / y: exact where it can be (grad of |3+4j|^2)
         with _quiet():
             return np.where(y == 0, 0, ct * np.conj(x) / np.where(y == 0, 1, y))
-    return ct * np.sign(x)
+    return np.where(x >= 0, ct, -ct)
 
 
 absolute_p = Primitive("absolute", np.absolute, jvp=(_abs_jvp,), vjp=(_abs_vjp,),
@@ -387,6 +402,12 @@ cast_nondiff_p.batch = lambda args, bdims, dtype: (cast_nondiff_p(args[0], dtype
 
 def astype(x, dtype, copy=True):
     dtype = np.dtype(dtype)
+    if dtype.kind == "O" and x.dtype.kind in "fc":
+        raise TypeError(
+            f"astype(object) of a traced array (shape {x.shape}, dtype {x.dtype}): rune "
+            f"cannot follow derivatives through object arrays, whose elements NumPy computes "
+            f"on one by one outside its protocols. Keep a floating dtype, or use "
+            f"rune.stop_gradient(x) if no derivative is wanted")
     if dtype == x.dtype:
         return x.copy() if copy else x
     if dtype.kind in "fc":
