@@ -18,16 +18,6 @@ def _clean_stack():
     assert np.asarray is rune.numpy_api._np_asarray
 
 
-@pytest.fixture(autouse=True)
-def _isolate_performance_warning_registry():
-    """rune warns once per function per process: keep the warnings one test triggers
-    from silencing the ones another test expects."""
-    saved = set(core._warned)
-    yield
-    core._warned.clear()
-    core._warned.update(saved)
-
-
 @pytest.fixture
 def rng():
     return np.random.default_rng(0)

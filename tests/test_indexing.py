@@ -457,8 +457,6 @@ def test_gather_rules_nested_vmap_with_batched_indices():
 
 
 def test_batched_mask_falls_back_per_example():
-    core._warned.clear()
-
     def masked_sum(x):
         return np.sum(x[x > 0] ** 2)
 

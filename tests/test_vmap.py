@@ -74,9 +74,8 @@ def test_control_flow_fallback_warns_once_and_strict_raises():
             return x * 2
         return -x
     x = np.array([[1.0, 2.0], [-3.0, -4.0], [5.0, -1.0]])
-    core._warned.clear()
     with warnings.catch_warnings(record=True) as w:
-        warnings.simplefilter("always")
+        warnings.simplefilter("default")   # the user's filters rule; Python's default: once
         out = rune.vmap(f)(x)
         rune.vmap(f)(x)
     assert sum("np.where" in str(m.message) for m in w) == 1
@@ -120,7 +119,6 @@ def test_write_scalar_into_plain_array_under_vmap_falls_back():
 def test_primitive_without_batching_rule_loops_with_warning():
     p = core.Primitive("twice_nobatch", lambda x: x * 2, jvp=(lambda t, o, x: 2 * t,),
                        vjp=(lambda c, o, x: 2 * c,))
-    core._warned.discard(("batch", "twice_nobatch"))
     with pytest.warns(rune.PerformanceWarning, match="twice_nobatch"):
         out = rune.vmap(lambda x: p(x))(np.arange(3.0))
     np.testing.assert_array_equal(out, [0.0, 2.0, 4.0])
@@ -146,3 +144,21 @@ def test_matmul_batching_is_one_call_all_cases():
     check_vmap(lambda x, y: x @ y, v, v, in_axes=(0, 0))
     check_vmap(lambda x, a: x @ a.T, v, A, in_axes=(0, 0))
     check_vmap(lambda a, b: a @ b, np.moveaxis(A, 0, 2), np.swapaxes(A, 1, 2), in_axes=(2, 0))
+
+
+def test_performance_warnings_obey_the_users_filters():
+    """No private once-per-process registry: under an "error" filter every call raises,
+    under "ignore" none warns, under "always" every call warns."""
+    def branchy_for_filters(x):
+        return x if x.sum() > 0 else -x
+    x = np.array([[1.0], [-2.0]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", rune.PerformanceWarning)
+        for _ in range(2):
+            with pytest.raises(rune.PerformanceWarning):
+                rune.vmap(branchy_for_filters)(x)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        for _ in range(3):
+            rune.vmap(branchy_for_filters)(x)
+    assert sum(issubclass(m.category, rune.PerformanceWarning) for m in w) == 3

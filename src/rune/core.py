@@ -48,17 +48,13 @@ class BatchedControlFlowError(ValueError):
 
 
 class PerformanceWarning(UserWarning):
-    """rune fell back to a slow path (a Python loop); shown once per operation."""
-
-
-_warned: set = set()
+    """rune fell back to a slow path (a Python loop)."""
 
 
 def warn_once(key, message):
-    """Issue a :class:`PerformanceWarning` once per ``key`` per process."""
-    if key not in _warned:
-        _warned.add(key)
-        warnings.warn(message, PerformanceWarning, stacklevel=3)
+    """Issue a :class:`PerformanceWarning` through :mod:`warnings`: the user's filters
+    decide how often it shows (Python's default shows each message once per place)."""
+    warnings.warn(message, PerformanceWarning, stacklevel=2)
 
 
 # --------------------------------------------------------------------------
