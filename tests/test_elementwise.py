@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import rune
-from rune import core, rules
-from rune.numpy_api import UFUNCS
+from rune import core, primitives
+from rune.dispatch import UFUNCS
 from helpers import check_all_axes
 
 # Input domains: where each function is smooth (away from kinks and poles).
@@ -98,8 +98,8 @@ def test_every_numpy_ufunc_has_a_rule():
 def _all_primitives():
     prims = {}
     import pkgutil, importlib
-    for mod in pkgutil.iter_modules(rules.__path__):
-        m = importlib.import_module(f"rune.rules.{mod.name}")
+    for mod in pkgutil.iter_modules(primitives.__path__):
+        m = importlib.import_module(f"rune.primitives.{mod.name}")
         for v in vars(m).values():
             if isinstance(v, core.Primitive):
                 prims[id(v)] = v

@@ -6,3 +6,6 @@ family's module.  Modules here import only :mod:`rune.core`,
 :mod:`rune.dispatch` and each other (no cycles); the NumPy surface
 (:mod:`rune.numpy`) is built on top of them.
 """
+
+from . import elementwise, shape, indexing, sorting, reductions, contractions  # noqa: F401
+from . import linalg, decompositions  # noqa: F401

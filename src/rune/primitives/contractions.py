@@ -1,22 +1,20 @@
-"""Contractions: ``matmul`` and ``einsum`` are primitives; ``dot``, ``vdot``,
-``inner``, ``outer``, ``tensordot``, ``kron``-free friends are compositions.
+"""Contraction primitives: ``matmul`` and ``einsum``.
 
 ``matmul`` is bilinear, so its JVP is ``t @ y + x @ t`` and its VJP
 multiplies the cotangent by the other operand transposed; 1-D operands get
 their missing axis back first.  Broadcast batch dimensions are summed away
 by the engine.  ``einsum``'s VJP for operand ``i`` is another ``einsum`` of the
-cotangent with the other operands.
+cotangent with the other operands.  ``dot``, ``inner``, ``tensordot`` and the
+rest are compositions in :mod:`rune.numpy.contractions`.
 """
 
 from __future__ import annotations
 
-
 import numpy as np
 
-from ..core import Primitive, Tracer
-from ..dispatch import implements, register_ufunc, OutRefusedError
-from .elementwise import ndim, shape, refuse_out
-from .shape import to_front, reshape, transpose, normalize_axis
+from ..core import Primitive
+from ..dispatch import register_ufunc
+from ._util import ndim, shape, to_front, per_argument
 
 # --------------------------------------------------------------------------
 # matmul
@@ -108,96 +106,11 @@ matmul_p = Primitive(
 register_ufunc(np.matmul, matmul_p)
 
 
-def _check_matmul(x, y):
-    if ndim(x) == 0 or ndim(y) == 0:
-        raise ValueError("matmul: Input operand does not have enough dimensions")
-
-
-@implements(np.dot)
-def dot(a, b, out=None):
-    if out is not None:
-        raise OutRefusedError("np.dot(..., out=...) is not supported on traced values")
-    na, nb = ndim(a), ndim(b)
-    if na == 0 or nb == 0:
-        return np.multiply(a, b)
-    if nb <= 2:
-        return matmul_p(a, b)
-    return tensordot(a, b, axes=([na - 1], [nb - 2]))
-
-
-@implements(np.vdot)
-def vdot(a, b):
-    return np.sum(np.conj(np.ravel(a)) * np.ravel(b))
-
-
-@implements(np.inner)
-def inner(a, b):
-    if ndim(a) == 0 or ndim(b) == 0:
-        return np.multiply(a, b)
-    return tensordot(a, b, axes=([ndim(a) - 1], [ndim(b) - 1]))
-
-
-@implements(np.outer)
-def outer(a, b, out=None):
-    refuse_out("outer", out)
-    return np.reshape(np.ravel(a), (-1, 1)) * np.reshape(np.ravel(b), (1, -1))
-
-
-@implements(np.tensordot)
-def tensordot(a, b, axes=2):
-    na, nb = ndim(a), ndim(b)
-    if isinstance(axes, (int, np.integer)):
-        ax_a = list(range(na - axes, na))
-        ax_b = list(range(axes))
-    else:
-        ax_a, ax_b = axes
-        ax_a = [ax_a] if isinstance(ax_a, (int, np.integer)) else list(ax_a)
-        ax_b = [ax_b] if isinstance(ax_b, (int, np.integer)) else list(ax_b)
-    ax_a = [normalize_axis(i, na) for i in ax_a]
-    ax_b = [normalize_axis(i, nb) for i in ax_b]
-    if len(ax_a) != len(ax_b) or any(shape(a)[i] != shape(b)[j] for i, j in zip(ax_a, ax_b)):
-        raise ValueError("shape-mismatch for sum")
-    free_a = [i for i in range(na) if i not in ax_a]
-    free_b = [j for j in range(nb) if j not in ax_b]
-    sa, sb = shape(a), shape(b)
-    fa = [sa[i] for i in free_a]
-    fb = [sb[j] for j in free_b]
-    c = int(np.prod([sa[i] for i in ax_a], dtype=np.int64))
-    a2 = reshape(transpose(a, tuple(free_a + ax_a)), (int(np.prod(fa, dtype=np.int64)), c))
-    b2 = reshape(transpose(b, tuple(ax_b + free_b)), (c, int(np.prod(fb, dtype=np.int64))))
-    return reshape(matmul_p(a2, b2), tuple(fa + fb))
-
-
-if hasattr(np, "vecdot"):
-    def _vecdot(x1, x2, axis=-1):
-        x1 = np.moveaxis(x1, axis, -1)
-        x2 = np.moveaxis(x2, axis, -1)
-        return np.sum(np.conj(x1) * x2, axis=-1)
-
-    register_ufunc(np.vecdot, _vecdot)
-    implements(np.linalg.vecdot)(lambda x1, x2, /, *, axis=-1: _vecdot(x1, x2, axis))
-
-if hasattr(np, "matvec"):
-    register_ufunc(np.matvec, lambda a, v: np.squeeze(np.matmul(a, np.expand_dims(v, -1)), -1))
-    register_ufunc(np.vecmat, lambda v, a: np.squeeze(
-        np.matmul(np.expand_dims(np.conj(v), -2), a), -2))
-
-
-if hasattr(np.linalg, "matmul"):
-    implements(np.linalg.matmul)(lambda x1, x2, /: matmul_p(x1, x2))
-
-if hasattr(np.linalg, "outer"):
-    implements(np.linalg.outer)(lambda x1, x2, /: outer(x1, x2))
-
-if hasattr(np.linalg, "tensordot"):
-    implements(np.linalg.tensordot)(lambda x1, x2, /, *, axes=2: tensordot(x1, x2, axes))
-
-
 # --------------------------------------------------------------------------
 # einsum
 # --------------------------------------------------------------------------
 #
-# The spec is normalized first: ellipses become explicit letters, a letter
+# The spec is normalized first (by rune.numpy.contractions.normalize_einsum): ellipses become explicit letters, a letter
 # repeated within one operand (a diagonal) becomes a fresh letter tied to the
 # original by a constant identity operand.  After that every letter of an
 # operand is distinct, and the VJP for operand i is einsum(ct, others -> s_i)
@@ -242,16 +155,6 @@ def _einsum_vjp_rule(i):
     return rule
 
 
-class _PerOperand(tuple):
-    def __new__(cls, make):
-        self = super().__new__(cls)
-        self.make = make
-        return self
-
-    def __getitem__(self, i):
-        return self.make(i)
-
-
 def _einsum_batch(args, bdims, spec):
     ins, o = _split(spec)
     used = set(spec)
@@ -268,74 +171,5 @@ def _einsum_batch(args, bdims, spec):
     return einsum_p(*ops, spec=",".join(new_ins) + "->" + b + o), 0
 
 
-einsum_p = Primitive("einsum", _einsum_impl, jvp=_PerOperand(_einsum_jvp_rule),
-                     vjp=_PerOperand(_einsum_vjp_rule), batch=_einsum_batch)
-
-
-def normalize_einsum(spec, operands):
-    """Explicit letters for ellipses, fresh letters + identity operands for diagonals."""
-    spec = spec.replace(" ", "")
-    if "->" in spec:
-        ins_s, out = spec.split("->")
-        implicit = False
-    else:
-        ins_s, out = spec, None
-        implicit = True
-    ins = ins_s.split(",")
-    if len(ins) != len(operands):
-        raise ValueError(f"einsum: {len(ins)} operand subscripts for {len(operands)} operands")
-    used = set(c for c in spec if c.isalpha())
-    fresh = (c for c in _LETTERS if c not in used)
-    ell_n = 0
-    for s, op in zip(ins, operands):
-        if "..." in s:
-            ell_n = max(ell_n, ndim(op) - (len(s) - 3))
-    ell = "".join(next(fresh) for _ in range(ell_n))
-    new_ins = []
-    for s, op in zip(ins, operands):
-        if "..." in s:
-            k = ndim(op) - (len(s) - 3)
-            s = s.replace("...", ell[ell_n - k:] if k else "")
-        if len(s) != ndim(op):
-            raise ValueError(f"einsum: subscripts {s!r} do not match an operand of rank "
-                             f"{ndim(op)}")
-        new_ins.append(s)
-    if implicit:
-        counts = {}
-        for s in new_ins:
-            for c in s:
-                counts[c] = counts.get(c, 0) + 1
-        out = ell + "".join(sorted(c for c, n in counts.items() if n == 1 and c not in ell))
-    else:
-        out = out.replace("...", ell)
-    ops = list(operands)
-    extra_ins, extra_ops = [], []
-    for k, s in enumerate(new_ins):
-        if len(set(s)) == len(s):
-            continue
-        letters = []
-        for pos, c in enumerate(s):
-            if c in letters:
-                f = next(fresh)
-                n = shape(ops[k])[pos]
-                extra_ins.append(c + f)
-                extra_ops.append(np.eye(n, dtype=np.result_type(ops[k].dtype
-                                                               if hasattr(ops[k], "dtype")
-                                                               else float)))
-                letters.append(f)
-            else:
-                letters.append(c)
-        new_ins[k] = "".join(letters)
-    return ",".join(new_ins + extra_ins) + "->" + out, ops + extra_ops
-
-
-@implements(np.einsum)
-def einsum(*operands, out=None, optimize=False, **kwargs):
-    if out is not None:
-        raise OutRefusedError("np.einsum(..., out=...) is not supported on traced values")
-    if not isinstance(operands[0], str):
-        raise NotImplementedError("np.einsum's interleaved (operand, sublist) form is not "
-                                  "supported on traced values; use a subscripts string")
-    spec, ops = normalize_einsum(operands[0], operands[1:])
-    ops = [o if isinstance(o, Tracer) else np.asarray(o) for o in ops]
-    return einsum_p(*ops, spec=spec)
+einsum_p = Primitive("einsum", _einsum_impl, jvp=per_argument(_einsum_jvp_rule),
+                     vjp=per_argument(_einsum_vjp_rule), batch=_einsum_batch)
