@@ -13,7 +13,7 @@ from ..dispatch import implements, register_ufunc, OutRefusedError
 from ..primitives._util import ndim, shape, normalize_axis
 from ..primitives.contractions import matmul_p, einsum_p, _LETTERS
 from .shape import reshape, transpose
-from .ufuncs import refuse_out
+from ._util import refuse_out
 
 
 # --------------------------------------------------------------------------

@@ -16,11 +16,11 @@ import operator
 
 import numpy as np
 
-from ..core import Tracer
 from ..dispatch import implements, OutRefusedError
 from ..primitives._util import ndim, shape, normalize_axis
 from ..primitives.linalg import inv_p, solve_p, cholesky_p, pinv_p, _real_dtype
 from ..primitives.decompositions import det_p, slogdet_p, eigh_p, eig_p, svd_p, qr_p
+from ._util import operand
 
 try:   # NumPy >= 2: the named tuples NumPy itself returns
     from numpy.linalg._linalg import EigResult, EighResult, QRResult, SVDResult, SlogdetResult
@@ -36,10 +36,6 @@ except ImportError:  # pragma: no cover - NumPy 1.x
 # The primitives, with NumPy's argument handling and result types
 # --------------------------------------------------------------------------
 
-def _operand(x):
-    return x if isinstance(x, Tracer) else np.asarray(x)
-
-
 @implements(np.linalg.inv)
 def inv(a):
     return inv_p(a)
@@ -47,7 +43,7 @@ def inv(a):
 
 @implements(np.linalg.solve)
 def solve(a, b):
-    a, b = _operand(a), _operand(b)
+    a, b = operand(a), operand(b)
     if ndim(b) == 1:     # NumPy 2: b is a vector only when it is 1-D
         return np.squeeze(solve_p(a, np.expand_dims(b, -1)), -1)
     return solve_p(a, b)
@@ -108,14 +104,12 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
     return SVDResult(*svd_p(a, hermitian=bool(hermitian)))
 
 
-if hasattr(np.linalg, "svdvals"):
-    @implements(np.linalg.svdvals)
-    def svdvals(x, /):
-        return svd_p(x, hermitian=False)[1]
-
-
 def _svdvals(x):
     return svd_p(x, hermitian=False)[1]
+
+
+if hasattr(np.linalg, "svdvals"):
+    implements(np.linalg.svdvals)(lambda x, /: _svdvals(x))
 
 
 @implements(np.linalg.qr)
@@ -156,7 +150,7 @@ def pinv(a, rcond=None, hermitian=False, *, rtol=np._NoValue):
 @implements(np.linalg.lstsq)
 def lstsq(a, b, rcond=None):
     """``x = pinv(a) @ b`` (the minimum-norm solution), residuals, rank and singular values."""
-    a, b = _operand(a), _operand(b)
+    a, b = operand(a), operand(b)
     if ndim(a) != 2 or ndim(b) not in (1, 2):
         raise np.linalg.LinAlgError("lstsq: a must be 2-D and b 1-D or 2-D")
     m, n = shape(a)
@@ -226,7 +220,7 @@ def multi_dot(arrays, *, out=None):
     if out is not None:
         raise OutRefusedError("np.linalg.multi_dot(..., out=...) is not supported on "
                                   "traced values")
-    arrays = [_operand(x) for x in arrays]
+    arrays = [operand(x) for x in arrays]
     if len(arrays) < 2:
         raise ValueError("Expecting at least two arrays.")
     if len(arrays) == 2:
@@ -316,7 +310,7 @@ def _matrix_norm(x, ord, row, col, keepdims):
 
 @implements(np.linalg.norm)
 def norm(x, ord=None, axis=None, keepdims=False):
-    x = _operand(x)
+    x = operand(x)
     if x.dtype.kind not in "fc":
         x = x.astype(float)
     nd = ndim(x)
@@ -345,7 +339,7 @@ def norm(x, ord=None, axis=None, keepdims=False):
 if hasattr(np.linalg, "vector_norm"):
     @implements(np.linalg.vector_norm)
     def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
-        x = _operand(x)
+        x = operand(x)
         if x.dtype.kind not in "fc":
             x = x.astype(float)
         nd = ndim(x)
@@ -360,7 +354,7 @@ if hasattr(np.linalg, "vector_norm"):
 if hasattr(np.linalg, "matrix_norm"):
     @implements(np.linalg.matrix_norm)
     def matrix_norm(x, /, *, keepdims=False, ord="fro"):
-        x = _operand(x)
+        x = operand(x)
         if x.dtype.kind not in "fc":
             x = x.astype(float)
         nd = ndim(x)
@@ -373,7 +367,7 @@ if hasattr(np.linalg, "matrix_norm"):
 
 @implements(np.linalg.cond)
 def cond(x, p=None):
-    x = _operand(x)
+    x = operand(x)
     if p is None or p == 2 or p == -2:
         s = _svdvals(x)
         big, small = np.max(s, axis=-1), np.min(s, axis=-1)
@@ -384,7 +378,7 @@ def cond(x, p=None):
 @implements(np.linalg.matrix_rank)
 def matrix_rank(A, tol=None, hermitian=False, *, rtol=None):
     """The number of singular values above the tolerance (an integer: no derivative)."""
-    A = _operand(A)
+    A = operand(A)
     if ndim(A) < 2:
         return np.any(A != 0).astype(int)
     s = np.abs(eigh_p(A, UPLO="L")[0]) if hermitian else _svdvals(A)
@@ -399,7 +393,7 @@ def matrix_rank(A, tol=None, hermitian=False, *, rtol=None):
 
 @implements(np.linalg.tensorsolve)
 def tensorsolve(a, b, axes=None):
-    a, b = _operand(a), _operand(b)
+    a, b = operand(a), operand(b)
     an = ndim(a)
     if axes is not None:     # the axes of ``axes`` move to the end, in that order
         moved = [normalize_axis(k, an) for k in axes]

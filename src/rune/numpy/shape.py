@@ -25,6 +25,7 @@ from ..dispatch import implements, OutRefusedError
 from ..primitives._util import ndim, normalize_axis, normalize_axes
 from ..primitives.shape import (reshape_p, transpose_p, broadcast_to_p, concatenate_p,
                                 split_p, roll_p)
+from ._util import operand
 
 
 # --------------------------------------------------------------------------
@@ -205,7 +206,7 @@ def concatenate(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
     if out is not None:
         raise OutRefusedError("np.concatenate(..., out=...) is not supported on traced "
                                   "values")
-    arrays = [_operand(a) for a in arrays]
+    arrays = [operand(a) for a in arrays]
     if axis is None:
         arrays = [ravel(a) for a in arrays]
         axis = 0
@@ -221,17 +222,11 @@ def concatenate(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
     return concatenate_p(*arrays, axis=axis)
 
 
-def _operand(a):
-    if isinstance(a, Tracer):
-        return a
-    return np.asarray(a) if not isinstance(a, np.ndarray) else a
-
-
 @implements(np.stack)
 def stack(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
     if out is not None:
         raise OutRefusedError("np.stack(..., out=...) is not supported on traced values")
-    arrays = [_operand(a) for a in arrays]
+    arrays = [operand(a) for a in arrays]
     if not arrays:
         raise ValueError("need at least one array to stack")
     s = tuple(_shape_of(arrays[0]))

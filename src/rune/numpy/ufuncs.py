@@ -15,14 +15,7 @@ from ..core import Tracer
 from ..dispatch import register_ufunc, implements, FUNCTIONS, OutRefusedError
 from ..primitives.elementwise import (real_p, imag_p, conj_p, sign_p, frexp_exponent_p,
                                       select_p, cast_p, cast_nondiff_p)
-
-
-def refuse_out(name, out):
-    """``out=`` on a traced value: a clear error instead of a silently unwritten array."""
-    if out is not None:
-        raise OutRefusedError(
-            f"np.{name}(..., out=...) writes into an existing array, which rune does not "
-            f"support on traced values; assign the result instead (y = np.{name}(...))")
+from ._util import refuse_out
 
 
 # --------------------------------------------------------------------------

@@ -52,15 +52,11 @@ def _matmul_batch(args, bdims):
         return matmul_p(to_front(y, by), np.swapaxes(x, -1, -2)), 0
     if bx is not None:
         x = to_front(x, bx)
-        if nx == 1:
-            x = np.expand_dims(x, -2)
-    elif nx == 1:
+    if nx == 1:
         x = np.expand_dims(x, -2)
     if by is not None:
         y = to_front(y, by)
-        if ny == 1:
-            y = np.expand_dims(y, -1)
-    elif ny == 1:
+    if ny == 1:
         y = np.expand_dims(y, -1)
     qx, qy = max(nx, 2), max(ny, 2)
     r = max(qx, qy)

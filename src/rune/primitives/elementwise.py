@@ -86,7 +86,15 @@ def elementwise_primitive(name, impl, *, ufunc=None, **declarations):
     """A :class:`~rune.core.Primitive` with the elementwise batching rule, routed from
     ``ufunc`` when given.  ``declarations`` are the primitive's (``jvp``, ``vjp``,
     ``nondiff``, ``residuals``: what the VJP rules read; ``masks``, ``elementwise``:
-    how structural zeros cross it, see :class:`~rune.core.Primitive`)."""
+    how structural zeros cross it, see :class:`~rune.core.Primitive`).
+
+    >>> import numpy as np, rune
+    >>> cube_p = elementwise_primitive("cube", lambda x: x ** 3,
+    ...                                jvp=(lambda t, out, x: 3 * x * x * t,),
+    ...                                vjp=(lambda ct, out, x: 3 * x * x * ct,))
+    >>> rune.grad(lambda x: np.sum(cube_p(x)))(np.array([1.0, 2.0]))
+    array([ 3., 12.])
+    """
     p = Primitive(name, impl, **declarations)
     p.batch = elementwise_batch(p)
     if ufunc is not None:
