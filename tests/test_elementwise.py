@@ -103,7 +103,22 @@ def _all_primitives():
         for v in vars(m).values():
             if isinstance(v, core.Primitive):
                 prims[id(v)] = v
+    for v in UFUNCS.values():     # those made in a loop (comparisons, rounding)
+        if isinstance(v, core.Primitive):
+            prims[id(v)] = v
     return list(prims.values())
+
+
+def test_primitive_names_are_distinct():
+    names = [p.name for p in _all_primitives()]
+    assert sorted({n for n in names if names.count(n) > 1}) == []
+
+
+def test_masking_primitives_declare_it():
+    """``masks`` (the VJP sends exact zeros to some inputs) is declared where the
+    primitive is defined; the reverse engine's NaN check relies on it."""
+    masking = {p.name for p in _all_primitives() if p.masks}
+    assert masking == {"maximum", "minimum", "fmax", "fmin", "where", "getitem", "max", "min"}
 
 
 def test_every_primitive_has_all_rules():

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..dispatch import implements, OutRefusedError
 from ..primitives._util import ndim, shape, normalize_axis
-from ..primitives.linalg import inv_p, solve_p, cholesky_p, pinv_p, _real_dtype
+from ..primitives.linalg import inv_p, solve_p, cholesky_p, pinv_p, real_dtype
 from ..primitives.decompositions import det_p, slogdet_p, eigh_p, eig_p, svd_p, qr_p
 from ._util import operand
 
@@ -169,7 +169,7 @@ def lstsq(a, b, rcond=None):
         if ndim(b) == 1:
             resids = np.reshape(resids, (1,))
     else:
-        resids = np.zeros((0,), dtype=_real_dtype(np.empty(0, dtype)))
+        resids = np.zeros((0,), dtype=real_dtype(np.empty(0, dtype)))
     return x, resids, rank, s
 
 
@@ -274,7 +274,7 @@ def _vector_norm(x, ord, axis, keepdims):
     if ord == -np.inf:
         return np.min(np.abs(x), axis=axis, keepdims=keepdims)
     if ord == 0:
-        return np.sum(x != 0, axis=axis, keepdims=keepdims).astype(_real_dtype(x))
+        return np.sum(x != 0, axis=axis, keepdims=keepdims).astype(real_dtype(x))
     if ord == 1:
         return np.sum(np.abs(x), axis=axis, keepdims=keepdims)
     if isinstance(ord, str):

@@ -14,7 +14,7 @@ from ..core import Tracer, stop_leaf
 from ..dispatch import implements, REDUCE, ACCUMULATE, OutRefusedError
 from ..primitives._util import shape, ndim, normalize_axes, normalize_axis
 from ..primitives.reductions import (sum_p, max_p, min_p, argmax_p, argmin_p, all_p, any_p,
-                                     prod_p, cumsum_p, cumprod_p, _ones_slot)
+                                     prod_p, cumsum_p, cumprod_p, ones_slot)
 
 
 # --------------------------------------------------------------------------
@@ -226,7 +226,7 @@ def _cumulative_array_api(fn, name, initial):
         axis = normalize_axis(axis, ndim(x))
         r = fn(x, axis=axis, dtype=dtype)
         if include_initial:
-            r = np.concatenate([_ones_slot(r, axis, r.dtype) * initial, r], axis=axis)
+            r = np.concatenate([ones_slot(r, axis, r.dtype) * initial, r], axis=axis)
         return r
     entry.__name__ = name
     return entry

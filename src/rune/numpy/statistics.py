@@ -11,7 +11,7 @@ import numpy as np
 from ..core import Tracer
 from ..dispatch import implements
 from ..primitives._util import shape, ndim, normalize_axes, normalize_axis
-from ..primitives.reductions import _kept_shape, _along
+from ..primitives.reductions import kept_shape, along
 from .indexing import getitem
 from .reductions import (_refuse, _keep, sum_, mean, var, amax, amin, all_, prod, cumsum,
                          cumprod)
@@ -230,7 +230,7 @@ def _quantile(a, q, axis, method, keepdims, name, weights=None, nan=False, weak=
     if not nan and _inexact(a):
         r = np.where(np.isnan(s[..., -1]), np.nan, r)
     if keepdims:
-        r = np.reshape(r, qs + _kept_shape(shape(a), axes))
+        r = np.reshape(r, qs + kept_shape(shape(a), axes))
     return r
 
 
@@ -313,7 +313,7 @@ def diff(a, n=1, axis=-1, prepend=np._NoValue, append=np._NoValue):
     op = np.not_equal if a.dtype == np.bool_ else np.subtract
     for _ in range(n):
         m = shape(a)[axis]
-        a = op(a[_along(axis, slice(1, None))], a[_along(axis, slice(0, max(m - 1, 0)))])
+        a = op(a[along(axis, slice(1, None))], a[along(axis, slice(0, max(m - 1, 0)))])
     return a
 
 

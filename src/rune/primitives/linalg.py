@@ -72,12 +72,13 @@ def _is_complex(x):
     return x.dtype.kind == "c"
 
 
-def _real_dtype(x):
+def real_dtype(x):
+    """The real dtype of ``x``'s precision (float64 for complex128)."""
     return np.dtype(x.dtype.char.lower())
 
 
 def _eye(n, like):
-    return np.eye(n, dtype=_real_dtype(like))
+    return np.eye(n, dtype=real_dtype(like))
 
 
 def _diag(x):
@@ -96,7 +97,7 @@ def _trace(x):
 
 def _tril(x, k=0):
     n = shape(x)[-1]
-    return x * np.tril(np.ones((shape(x)[-2], n), dtype=_real_dtype(x)), k)
+    return x * np.tril(np.ones((shape(x)[-2], n), dtype=real_dtype(x)), k)
 
 
 def _sym(x):
@@ -177,7 +178,7 @@ solve_p = Primitive(
 
 def _phi(x):
     n = shape(x)[-1]
-    dt = _real_dtype(x)
+    dt = real_dtype(x)
     return x * (np.tril(np.ones((n, n), dtype=dt), -1) + 0.5 * np.eye(n, dtype=dt))
 
 

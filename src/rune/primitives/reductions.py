@@ -19,14 +19,15 @@ from ..core import Primitive
 from ._util import shape, to_front
 
 
-def _kept_shape(xshape, axis):
+def kept_shape(xshape, axis):
+    """``xshape`` with the reduced axes ``axis`` kept as 1s (``keepdims=True``'s shape)."""
     return tuple(1 if i in axis else d for i, d in enumerate(xshape))
 
 
 def _expand_back(ct, x, axis, keepdims):
     """A reduced cotangent ``ct`` broadcast back to ``x``'s shape."""
     if not keepdims:
-        ct = np.reshape(ct, _kept_shape(shape(x), axis))
+        ct = np.reshape(ct, kept_shape(shape(x), axis))
     return np.broadcast_to(ct, shape(x))
 
 
@@ -52,7 +53,7 @@ sum_p = Primitive(
 # --------------------------------------------------------------------------
 
 def _extremum_weights(x, out, axis, keepdims):
-    o = out if keepdims else np.reshape(out, _kept_shape(shape(x), axis))
+    o = out if keepdims else np.reshape(out, kept_shape(shape(x), axis))
     mask = (x == o)
     counts = np.sum(mask, axis=axis, keepdims=True)
     return mask / counts
@@ -105,16 +106,16 @@ any_p = _nondiff_axis("any", np.any)
 # Helpers for the cumulative and product rules
 # --------------------------------------------------------------------------
 
-def _along(axis, sl):
+def along(axis, sl):
     """The index ``[:, ..., :, sl]`` with ``sl`` at position ``axis``."""
     return (slice(None),) * axis + (sl,)
 
 
 def _reverse(x, axis):
-    return x[_along(axis, slice(None, None, -1))]
+    return x[along(axis, slice(None, None, -1))]
 
 
-def _ones_slot(x, axis, dtype):
+def ones_slot(x, axis, dtype):
     """A plain array of ones shaped like ``x`` with length 1 along ``axis``."""
     s = list(shape(x))
     s[axis] = 1
@@ -124,7 +125,7 @@ def _ones_slot(x, axis, dtype):
 def _shift_in(x, axis, fill):
     """``x`` shifted one step forward along ``axis``: ``[fill, x[0], ..., x[n-2]]``."""
     n = shape(x)[axis]
-    return np.concatenate([fill, x[_along(axis, slice(0, n - 1))]], axis=axis)
+    return np.concatenate([fill, x[along(axis, slice(0, n - 1))]], axis=axis)
 
 
 def linear_scan(a, b, axis):
@@ -137,8 +138,8 @@ def linear_scan(a, b, axis):
     n = shape(b)[axis]
     s = 1
     while s < n:
-        hi, lo, head = _along(axis, slice(s, None)), _along(axis, slice(0, n - s)), \
-            _along(axis, slice(0, s))
+        hi, lo, head = along(axis, slice(s, None)), along(axis, slice(0, n - s)), \
+            along(axis, slice(0, s))
         a_hi = a[hi]
         b = np.concatenate([b[head], a_hi * b[lo] + b[hi]], axis=axis)
         if 2 * s < n:
@@ -206,14 +207,14 @@ cumsum_p = Primitive(
 
 def _cumprod_jvp(t, out, x, axis):
     # d[i] = x[i] d[i-1] + out[i-1] t[i]   (the product rule, one step at a time)
-    excl = _shift_in(out, axis, _ones_slot(out, axis, out.dtype))
+    excl = _shift_in(out, axis, ones_slot(out, axis, out.dtype))
     return linear_scan(x, excl * t, axis)
 
 
 def _cumprod_vjp(ct, out, x, axis):
     # g[k] = out[k-1] * r[k], with r[k] = ct[k] + x[k+1] r[k+1]: a scan run backwards.
-    excl = _shift_in(out, axis, _ones_slot(out, axis, out.dtype))
-    a = _shift_in(_reverse(x, axis), axis, _ones_slot(x, axis, x.dtype))
+    excl = _shift_in(out, axis, ones_slot(out, axis, out.dtype))
+    a = _shift_in(_reverse(x, axis), axis, ones_slot(x, axis, x.dtype))
     r = _reverse(linear_scan(a, _reverse(ct, axis), axis), axis)
     return excl * r
 
