@@ -114,11 +114,18 @@ def test_primitive_names_are_distinct():
     assert sorted({n for n in names if names.count(n) > 1}) == []
 
 
-def test_masking_primitives_declare_it():
-    """``masks`` (the VJP sends exact zeros to some inputs) is declared where the
-    primitive is defined; the reverse engine's NaN check relies on it."""
-    masking = {p.name for p in _all_primitives() if p.masks}
-    assert masking == {"maximum", "minimum", "fmax", "fmin", "where", "getitem", "max", "min"}
+def test_structural_zero_declarations():
+    """``masks``, ``layout`` and ``elementwise`` are declared where each primitive is
+    defined; how structural zeros cross the tape relies on them."""
+    prims = _all_primitives()
+    assert {p.name for p in prims if p.masks} == {
+        "maximum", "minimum", "fmax", "fmin", "where", "getitem", "setitem", "max", "min"}
+    assert {p.name for p in prims if p.layout} == {
+        "reshape", "transpose", "broadcast_to", "concatenate", "roll", "sum", "cumsum",
+        "index_add", "permute"}
+    ew = {p.name for p in prims if p.elementwise}
+    assert {"sin", "add", "maximum", "absolute"} <= ew
+    assert not ew & {"where", "conjugate", "real", "imag", "greater", "astype"}
 
 
 def test_every_primitive_has_all_rules():
