@@ -7,7 +7,7 @@ import numpy as np
 from ..core import Tracer
 from ..dispatch import OutRefusedError
 
-__all__ = ["operand", "refuse_out"]
+__all__ = ["operand", "refuse_out", "flattened"]
 
 
 def operand(x):
@@ -21,3 +21,11 @@ def refuse_out(name, out):
         raise OutRefusedError(
             f"np.{name}(..., out=...) writes into an existing array, which rune does not "
             f"support on traced values; assign the result instead (y = np.{name}(...))")
+
+
+def flattened(a, axis):
+    """``(a, axis)``, where ``axis=None`` means ``a`` flattened, along axis 0 (NumPy's rule
+    for ``take``, ``sort``, ``cumsum``, ...)."""
+    if axis is None:
+        return np.ravel(a), 0
+    return a, axis

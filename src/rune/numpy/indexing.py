@@ -19,6 +19,7 @@ from ..core import Tracer, TracerConversionError
 from ..dispatch import FUNCTIONS, implements, OutRefusedError
 from ..primitives._util import shape, ndim, normalize_axis
 from ..primitives.indexing import (split_index, gather_p, index_set_p, nonzero_p, _ARRAY)
+from ._util import flattened
 
 
 # --------------------------------------------------------------------------
@@ -46,9 +47,7 @@ FUNCTIONS["setitem"] = setitem
 def take(a, indices, axis=None, out=None, mode="raise"):
     if out is not None:
         raise OutRefusedError("np.take(..., out=...) is not supported on traced values")
-    if axis is None:
-        a = np.ravel(a)
-        axis = 0
+    a, axis = flattened(a, axis)
     axis = normalize_axis(axis, ndim(a))
     if not isinstance(indices, Tracer):
         indices = np.asarray(indices)
@@ -221,9 +220,7 @@ def compress(condition, a, axis=None, out=None):
     cond = condition if isinstance(condition, Tracer) else np.asarray(condition)
     if ndim(cond) != 1:
         raise ValueError("condition must be a 1-d array")
-    if axis is None:
-        a = np.ravel(a)
-        axis = 0
+    a, axis = flattened(a, axis)
     idx = np.nonzero(cond)[0]
     return take(a, idx, axis=axis)
 

@@ -15,6 +15,7 @@ from ..dispatch import implements, REDUCE, ACCUMULATE, OutRefusedError
 from ..primitives._util import shape, ndim, normalize_axes, normalize_axis
 from ..primitives.reductions import (sum_p, max_p, min_p, argmax_p, argmin_p, all_p, any_p,
                                      prod_p, cumsum_p, cumprod_p, ones_slot)
+from ._util import flattened
 
 
 # --------------------------------------------------------------------------
@@ -126,22 +127,19 @@ def ptp(a, axis=None, out=None, keepdims=np._NoValue):
 # No derivative: argmax, argmin, all, any, count_nonzero
 # --------------------------------------------------------------------------
 
-@implements(np.argmax)
-def argmax(a, axis=None, out=None, *, keepdims=np._NoValue):
-    _refuse("argmax", out)
-    if axis is None:
-        r = argmax_p(a, axis=None, keepdims=False)
-        return r if not _keep(keepdims) else np.reshape(r, (1,) * ndim(a))
-    return argmax_p(a, axis=normalize_axis(axis, ndim(a)), keepdims=_keep(keepdims))
+def _arg_entry(prim, name):
+    def entry(a, axis=None, out=None, *, keepdims=np._NoValue):
+        _refuse(name, out)
+        if axis is None:
+            r = prim(a, axis=None, keepdims=False)
+            return r if not _keep(keepdims) else np.reshape(r, (1,) * ndim(a))
+        return prim(a, axis=normalize_axis(axis, ndim(a)), keepdims=_keep(keepdims))
+    entry.__name__ = name
+    return entry
 
 
-@implements(np.argmin)
-def argmin(a, axis=None, out=None, *, keepdims=np._NoValue):
-    _refuse("argmin", out)
-    if axis is None:
-        r = argmin_p(a, axis=None, keepdims=False)
-        return r if not _keep(keepdims) else np.reshape(r, (1,) * ndim(a))
-    return argmin_p(a, axis=normalize_axis(axis, ndim(a)), keepdims=_keep(keepdims))
+argmax = implements(np.argmax)(_arg_entry(argmax_p, "argmax"))
+argmin = implements(np.argmin)(_arg_entry(argmin_p, "argmin"))
 
 
 @implements(np.all)
@@ -199,9 +197,7 @@ def _cumulative(prim, name):
     def entry(a, axis=None, dtype=None, out=None):
         _refuse(name, out)
         a = _int_upcast(a, dtype)
-        if axis is None:
-            a = np.ravel(a)
-            axis = 0
+        a, axis = flattened(a, axis)
         return prim(a, axis=normalize_axis(axis, ndim(a)))
     entry.__name__ = name
     entry.__doc__ = (f"``np.{name}``.  Its derivatives are exact (also at zeros, for "

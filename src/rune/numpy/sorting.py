@@ -14,6 +14,7 @@ from ..dispatch import implements
 from ..primitives._util import shape, ndim, normalize_axis
 from ..primitives.sorting import argsort_p, permute_p, argpartition_p, lexsort_p, searchsorted_p
 from .indexing import take
+from ._util import flattened
 
 
 def _sort_kind(kind, stable):
@@ -26,9 +27,7 @@ def _sort_kind(kind, stable):
 def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
     if order is not None:
         raise NotImplementedError("np.argsort(order=...) is not supported on traced values")
-    if axis is None:
-        a = np.ravel(a)
-        axis = 0
+    a, axis = flattened(a, axis)
     return argsort_p(a, axis=normalize_axis(axis, ndim(a)), kind=_sort_kind(kind, stable))
 
 
@@ -37,9 +36,7 @@ def sort(a, axis=-1, kind=None, order=None, *, stable=None):
     """Sorted ``a``: the gradient flows back through the sorting permutation."""
     if order is not None:
         raise NotImplementedError("np.sort(order=...) is not supported on traced values")
-    if axis is None:
-        a = np.ravel(a)
-        axis = 0
+    a, axis = flattened(a, axis)
     if ndim(a) == 0:
         raise np.exceptions.AxisError("axis -1 is out of bounds for array of dimension 0")
     axis = normalize_axis(axis, ndim(a))
@@ -57,9 +54,7 @@ def argpartition(a, kth, axis=-1, kind="introselect", order=None):
     if order is not None:
         raise NotImplementedError("np.argpartition(order=...) is not supported on traced "
                                   "values")
-    if axis is None:
-        a = np.ravel(a)
-        axis = 0
+    a, axis = flattened(a, axis)
     return argpartition_p(a, kth=_kth(kth), axis=normalize_axis(axis, ndim(a)))
 
 
@@ -69,9 +64,7 @@ def partition(a, kth, axis=-1, kind="introselect", order=None):
     the order inside each part is NumPy's argpartition order)."""
     if order is not None:
         raise NotImplementedError("np.partition(order=...) is not supported on traced values")
-    if axis is None:
-        a = np.ravel(a)
-        axis = 0
+    a, axis = flattened(a, axis)
     axis = normalize_axis(axis, ndim(a))
     return permute_p(a, argpartition_p(a, kth=_kth(kth), axis=axis), axis=axis)
 
