@@ -1,4 +1,4 @@
-"""Write docs/supported.md from rune's rule registry: python docs/gen_supported.py"""
+"""Write docs/supported.md from rune's dispatch tables: python docs/gen_supported.py"""
 
 import pathlib
 
@@ -6,11 +6,12 @@ import numpy as np
 
 import rune
 from rune import core
-from rune.numpy_api import FUNCTIONS, UFUNCS, _REDUCE, _ACCUMULATE, _func_name
+from rune.dispatch import FUNCTIONS, UFUNCS, REDUCE, ACCUMULATE
+from rune.numpy_api import _func_name
 
 HEADER = """# NumPy functions rune supports
 
-Generated from the rule registry by `docs/gen_supported.py`; a test checks
+Generated from the dispatch tables (`rune.dispatch`) by `docs/gen_supported.py`; a test checks
 that every registered function is listed here.
 
 Every function below works under **every** transformation — `grad`/`vjp`
@@ -51,9 +52,9 @@ def main():
         if isinstance(handler, core.Primitive) and handler.nondiff:
             note = "no derivative"
         ufunc_rows.append((f"np.{uf.__name__}", note))
-    for uf in _REDUCE:
+    for uf in REDUCE:
         ufunc_rows.append((f"np.{uf.__name__}.reduce", ""))
-    for uf in _ACCUMULATE:
+    for uf in ACCUMULATE:
         ufunc_rows.append((f"np.{uf.__name__}.accumulate", ""))
     funcs = sorted({_func_name(f) for f in FUNCTIONS if not isinstance(f, str)})
     lines = [HEADER, "## Ufuncs (with broadcasting and NumPy's type promotion)\n",

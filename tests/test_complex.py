@@ -12,9 +12,8 @@ import numpy as np
 import pytest
 
 import rune
-from rune.numpy_api import UFUNCS
-from rune.core import Primitive
-from rune.rules.elementwise import elementwise_batch
+from rune.dispatch import UFUNCS
+from rune.primitives.elementwise import elementwise_primitive
 from helpers import check_vmap
 
 Z = np.array([0.3 + 0.4j, -0.5 + 0.2j, 0.7 - 0.6j, -0.2 - 0.3j])   # off every branch cut
@@ -192,7 +191,7 @@ def _reductions():
     fs = [lambda z: np.sum(z, axis=1), lambda z: np.mean(z, axis=0, keepdims=True),
           lambda z: np.var(z, axis=1), lambda z: np.std(z), lambda z: z.sum(),
           lambda z: np.linalg.norm(z, axis=0)]
-    from rune.numpy_api import FUNCTIONS
+    from rune.dispatch import FUNCTIONS
     for name in ("prod", "cumsum", "cumprod"):
         fn = getattr(np, name)
         if fn in FUNCTIONS:
@@ -264,9 +263,7 @@ def test_slogdet_sign_of_complex_matrix():
 # --------------------------------------------------------------------------
 
 def _prim(jvp, vjp):
-    p = Primitive("cube_test", lambda x: x ** 3, jvp=(jvp,), vjp=(vjp,))
-    p.batch = elementwise_batch(p)
-    return p
+    return elementwise_primitive("cube_test", lambda x: x ** 3, jvp=(jvp,), vjp=(vjp,))
 
 
 def test_check_grads_catches_a_conjugated_vjp():

@@ -6,7 +6,8 @@ import runpy
 import numpy as np
 
 from rune import core
-from rune.numpy_api import FUNCTIONS, UFUNCS, _func_name
+from rune.dispatch import FUNCTIONS, UFUNCS
+from rune.numpy_api import _func_name
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 

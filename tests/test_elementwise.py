@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import rune
-from rune import core, rules
-from rune.numpy_api import UFUNCS
+from rune import core, primitives
+from rune.dispatch import UFUNCS
 from helpers import check_all_axes
 
 # Input domains: where each function is smooth (away from kinks and poles).
@@ -98,12 +98,34 @@ def test_every_numpy_ufunc_has_a_rule():
 def _all_primitives():
     prims = {}
     import pkgutil, importlib
-    for mod in pkgutil.iter_modules(rules.__path__):
-        m = importlib.import_module(f"rune.rules.{mod.name}")
+    for mod in pkgutil.iter_modules(primitives.__path__):
+        m = importlib.import_module(f"rune.primitives.{mod.name}")
         for v in vars(m).values():
             if isinstance(v, core.Primitive):
                 prims[id(v)] = v
+    for v in UFUNCS.values():     # those made in a loop (comparisons, rounding)
+        if isinstance(v, core.Primitive):
+            prims[id(v)] = v
     return list(prims.values())
+
+
+def test_primitive_names_are_distinct():
+    names = [p.name for p in _all_primitives()]
+    assert sorted({n for n in names if names.count(n) > 1}) == []
+
+
+def test_structural_zero_declarations():
+    """``masks``, ``layout`` and ``elementwise`` are declared where each primitive is
+    defined; how structural zeros cross the tape relies on them."""
+    prims = _all_primitives()
+    assert {p.name for p in prims if p.masks} == {
+        "maximum", "minimum", "fmax", "fmin", "where", "getitem", "setitem", "max", "min"}
+    assert {p.name for p in prims if p.layout} == {
+        "reshape", "transpose", "broadcast_to", "concatenate", "roll", "sum", "cumsum",
+        "index_add", "permute"}
+    ew = {p.name for p in prims if p.elementwise}
+    assert {"sin", "add", "maximum", "absolute"} <= ew
+    assert not ew & {"where", "conjugate", "real", "imag", "greater", "astype"}
 
 
 def test_every_primitive_has_all_rules():

@@ -12,7 +12,7 @@ import pytest
 
 import rune
 from rune import core
-from rune.rules import indexing
+from rune.primitives import indexing
 from helpers import check_all_axes, check_vmap
 
 RNG = np.random.default_rng(7)
@@ -330,8 +330,8 @@ def test_per_example_gradients_with_labels_do_not_loop(monkeypatch):
     np.testing.assert_allclose(g, want.sum(0), rtol=1e-12)
 
 
-GI = rune.numpy_api.FUNCTIONS["getitem"]
-SI = rune.numpy_api.FUNCTIONS["setitem"]
+GI = rune.dispatch.FUNCTIONS["getitem"]
+SI = rune.dispatch.FUNCTIONS["setitem"]
 
 # Index templates with one or two index arrays (i of shape (2,), k a scalar) in every
 # position; the index arrays are batched with different values per example.

@@ -1,6 +1,6 @@
 """Shape and layout: split, tile, repeat, flip, rot90, roll, pad, triu/tril, diag,
-diagonal, trace, sort, block, meshgrid and the rest of ``rules/shape.py`` and the
-layout half of ``rules/indexing.py``.
+diagonal, trace, sort, block, meshgrid and the rest of ``rune/numpy/shape.py``,
+``building.py`` and the layout half of ``indexing.py`` and ``sorting.py``.
 
 Every function: values equal NumPy's, ``check_grads(order=2)``, ``vmap`` against a
 loop with the batch axis first/last/middle and under ``vmap(vmap)``; then nesting

@@ -6,7 +6,8 @@ array([0.        , 0.63970001])
 """
 
 from . import numpy_api as _numpy_api
-from . import rules as _rules  # noqa: F401  (registers every rule)
+from . import primitives as _primitives  # noqa: F401  (registers every primitive)
+from . import numpy as _numpy  # noqa: F401  (registers the NumPy surface)
 from . import tree
 from .core import TracerConversionError, BatchedControlFlowError, PerformanceWarning
 from .reverse import grad, value_and_grad, vjp, stop_gradient

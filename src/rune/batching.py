@@ -22,10 +22,9 @@ from . import tree as tree_util
 from .reverse import unalias
 from .core import (Trace, Tracer, new_trace, bind, warn_once, rank, stop_leaf,
                    BatchedControlFlowError, tracer_class_pair, to_plain_array)
+from .dispatch import NeedsPerExample
 
-__all__ = ["vmap", "moveaxis_to", "bdim_to_front", "not_mapped", "NeedsPerExample"]
-
-not_mapped = None
+__all__ = ["vmap", "moveaxis_to", "NeedsPerExample"]
 
 
 class _BatchedBranch(BaseException):
@@ -36,10 +35,6 @@ class _BatchedBranch(BaseException):
         self.trace = trace
         self.what = what
         self.data_dependent = data_dependent   # an operation whose result size varies
-
-
-class NeedsPerExample(Exception):
-    """Raised by a batching rule whose result shape depends on each example's data."""
 
 
 class BatchTracer(Tracer):
@@ -102,13 +97,6 @@ def moveaxis_to(x, src, dst, size):
     if src == dst:
         return x
     return np.moveaxis(x, src, dst)
-
-
-def bdim_to_front(x, bdim, size=None):
-    """``x`` with its batch axis first; an unmapped ``x`` is broadcast when ``size`` is given."""
-    if bdim is None:
-        return x if size is None else moveaxis_to(x, None, 0, size)
-    return x if bdim == 0 else np.moveaxis(x, bdim, 0)
 
 
 class BatchTrace(Trace):

@@ -73,6 +73,12 @@ class Primitive:
     **params) -> (out, out_bdim)``.  ``nondiff`` primitives (comparisons,
     ``floor``, ``argmax``) have a zero derivative and return plain values under
     ``grad``/``jvp``.  ``multiple_results`` primitives return a tuple.
+    ``residuals``: what the VJP rules read, ``None`` (arguments and output) or a subset
+    of ``("args", "out")`` (the rest reaches them as ``None``).  Structural zeros (SPEC
+    1.6, ``rune.reverse.backward``): ``masks``, the rules only move or sum with weights
+    >= 0 and a zero they give is the branch not taken (``where``, ``maximum``, indexing);
+    ``layout``, the same, and they create none (``reshape``, ``sum``); ``elementwise``,
+    output element k depends on element k of each input only (docs/CONTRIBUTING-RULES.md).
     """
 
     __slots__ = ("name", "impl", "jvp", "vjp", "batch", "nondiff", "multiple_results",
@@ -88,13 +94,7 @@ class Primitive:
         self.batch = batch
         self.nondiff = nondiff
         self.multiple_results = multiple_results
-        # What the VJP rules read: None (arguments and output), or a subset of
-        # ("args", "out"); the tape keeps only that, the rest is passed as None.
         self.residuals = residuals
-        # Structural zeros (SPEC 1.6, rune.reverse.backward). masks: the rules only move
-        # or sum with weights >= 0, and a zero they give is the branch not taken (where,
-        # maximum, indexing); layout: the same, and they create none (reshape, sum).
-        # elementwise: element k of the output depends on element k of each input only.
         self.masks, self.elementwise, self.layout = masks, elementwise, layout
 
     def __call__(self, *args, **params):

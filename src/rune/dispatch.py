@@ -11,12 +11,14 @@ from __future__ import annotations
 from .core import Tracer, TracerConversionError
 
 __all__ = ["UFUNCS", "FUNCTIONS", "REDUCE", "ACCUMULATE", "implements", "register_ufunc",
-           "OutRefusedError", "transformation_name"]
+           "OutRefusedError", "NeedsPerExample", "transformation_name", "WRAPPED",
+           "wrap_while_active"]
 
 UFUNCS: dict = {}      # ufunc -> primitive (or handler)
 FUNCTIONS: dict = {}   # NumPy function -> handler
 REDUCE: dict = {}      # ufunc -> handler(x, axis, keepdims) for ufunc.reduce
 ACCUMULATE: dict = {}  # ufunc -> handler(x, axis) for ufunc.accumulate
+WRAPPED: list = []     # (module name, attribute, make_wrapper), see wrap_while_active
 
 
 def register_ufunc(ufunc, handler):
@@ -33,10 +35,23 @@ def implements(*np_functions):
     return deco
 
 
+def wrap_while_active(module, attr, make_wrapper):
+    """While a transformation is active, NumPy's modules see ``make_wrapper(original)``
+    wherever they hold ``module.attr`` (once ``module`` has been imported by anyone):
+    for NumPy's pure-Python functions that need help with traced values.  The
+    protocol layer (:mod:`rune.numpy_api`) installs and removes the wrappers."""
+    WRAPPED.append((module, attr, make_wrapper))
+
+
 class OutRefusedError(NotImplementedError, TracerConversionError):
     """``out=`` on traced values: the spec's NotImplementedError, and, since writing a
     traced value into a plain array (``a += x`` with ``a`` plain) is what it usually
     is, a TracerConversionError too."""
+
+
+class NeedsPerExample(Exception):
+    """Raised by a batching rule whose result shape depends on each example's data
+    (``np.nonzero``): ``vmap`` then runs the function once per example."""
 
 
 def transformation_name(args):

@@ -32,7 +32,7 @@ __all__ = ["UFUNCS", "FUNCTIONS", "implements", "register_ufunc", "install"]
 
 from .dispatch import (UFUNCS, FUNCTIONS, REDUCE as _REDUCE, ACCUMULATE as _ACCUMULATE,  # noqa: F401
                        implements, register_ufunc, OutRefusedError, transformation_name,
-                       _iter_tracers)
+                       _iter_tracers, WRAPPED, wrap_while_active)
 
 
 # --------------------------------------------------------------------------
@@ -254,17 +254,10 @@ _PATCH = {"asarray": (_np_asarray, _asarray),
 
 
 _sites = []          # (module dict, name, original, patched)
-_sites_seen = [0]    # len(sys.modules) when _sites was computed
+_sites_seen = [None]  # (len(sys.modules), len(_LAZY)) when _sites was computed
 
 
-_LAZY = []           # (module name, attribute, make_wrapper), see wrap_while_active
-
-
-def wrap_while_active(module, attr, make_wrapper):
-    """While a transformation is active, NumPy's modules see ``make_wrapper(original)``
-    wherever they hold ``module.attr`` (once ``module`` has been imported by anyone)."""
-    _LAZY.append((module, attr, make_wrapper))
-    _sites_seen[0] = 0
+_LAZY = WRAPPED      # (module name, attribute, make_wrapper), see wrap_while_active
 
 
 def _lists_of_traced(orig, np_func=None):
@@ -284,7 +277,8 @@ def _lists_of_traced(orig, np_func=None):
 def _coercion_sites():
     """Every place in NumPy's own modules (and ``numpy`` itself) that holds one of the
     coercion functions, so NumPy's pure-Python implementations see traced values too."""
-    if _sites_seen[0] != len(sys.modules):
+    key = (len(sys.modules), len(_LAZY))
+    if _sites_seen[0] != key:
         for module, attr, make_wrapper in _LAZY:
             mod = sys.modules.get(module)
             if mod is not None and attr not in _PATCH:
@@ -304,7 +298,7 @@ def _coercion_sites():
                 if v is not None and id(v) in by_id:
                     found.append((d, attr, v, by_id[id(v)]))
         _sites[:] = found
-        _sites_seen[0] = len(sys.modules)
+        _sites_seen[0] = key
     return _sites
 
 

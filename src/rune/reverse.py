@@ -344,12 +344,6 @@ def _to_user(g, leaf):
     return g
 
 
-def _unwrap_out(x, trace):
-    if isinstance(x, ReverseTracer) and x._trace is trace:
-        return x._val
-    return x
-
-
 def _stop(x, trace):
     """A value that leaves the trace without its derivative (aux outputs)."""
     while isinstance(x, ReverseTracer) and x._trace is trace:

@@ -5,3 +5,6 @@ calls, the way a user would write it, and registered with
 :func:`rune.dispatch.implements`.  Adding a NumPy function built from
 existing primitives touches only this package.
 """
+
+from . import ufuncs, shape, building, indexing, sorting, reductions, statistics  # noqa: F401
+from . import contractions, creation, linalg, numeric  # noqa: F401

@@ -32,12 +32,10 @@ import warnings
 
 import numpy as np
 
-from .. import numpy_api
-from ..core import Tracer
-from ..dispatch import implements
-from ..reverse import stop_gradient
-from .elementwise import shape, ndim
-from .shape import normalize_axis
+from ..core import Tracer, stop_leaf
+from ..dispatch import implements, wrap_while_active
+from ..primitives._util import shape, ndim, normalize_axis
+from .indexing import getitem
 
 
 def _arr(x):
@@ -200,19 +198,14 @@ if hasattr(np, "trapz"):   # removed in NumPy 2.4
 def _bin_index(xp, x):
     """``searchsorted(xp, x, 'right')``, without derivatives (a plain array under grad/jvp;
     batched under vmap)."""
-    xp, x = stop_gradient(xp), stop_gradient(x)
-    if isinstance(xp, Tracer) or isinstance(x, Tracer):
-        if np.searchsorted in numpy_api.FUNCTIONS:
-            return np.searchsorted(xp, x, side="right")
-        return np.sum(xp <= np.expand_dims(x, -1), axis=-1)
-    return np.searchsorted(xp, x, side="right")
+    return np.searchsorted(stop_leaf(xp), stop_leaf(x), side="right")
 
 
 def _gather(a, idx):
     """``a[idx]``, also for a plain ``a`` and a traced (batched) ``idx``, which NumPy's
     indexing of a plain array cannot hand to rune."""
     if isinstance(idx, Tracer) and not isinstance(a, Tracer):
-        return numpy_api.FUNCTIONS["getitem"](a, idx)
+        return getitem(a, idx)
     return a[idx]
 
 
@@ -285,4 +278,4 @@ def _tensor_aware(orig):
 for _mod, _name in (("polynomial", "polyval"), ("polynomial", "polyvalfromroots"),
                     ("chebyshev", "chebval"), ("legendre", "legval"), ("hermite", "hermval"),
                     ("hermite_e", "hermeval"), ("laguerre", "lagval")):
-    numpy_api.wrap_while_active(f"numpy.polynomial.{_mod}", _name, _tensor_aware)
+    wrap_while_active(f"numpy.polynomial.{_mod}", _name, _tensor_aware)

@@ -1,4 +1,4 @@
-"""Elementwise rules: every NumPy ufunc, ``where``, casts, real/imag/conj.
+"""Elementwise primitives: every NumPy ufunc, ``where``, casts, real/imag/conj.
 
 An elementwise primitive's derivative with respect to argument ``i`` is a
 local scalar ``d_i`` (a function of the inputs and the output), so both its
@@ -13,7 +13,7 @@ Complex numbers follow JAX's convention: rules are holomorphic derivatives
 (``ct * f'(z)``, no conjugation); the non-holomorphic ``abs``, ``conj``,
 ``real`` and ``imag`` have rules of their own.
 
-To add a function, copy a line: ``unary(np.arcsinh, lambda x, y: 1 / np.sqrt(x * x + 1))``.
+To add a function, copy a line: ``unary(np.arcsinh, over(lambda x, y: np.sqrt(x * x + 1)))``.
 """
 
 from __future__ import annotations
@@ -21,22 +21,12 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import Primitive, Tracer, bind
-from ..dispatch import register_ufunc, implements, FUNCTIONS, OutRefusedError
+from ..dispatch import register_ufunc
+from ._util import ndim, shape
 
 # --------------------------------------------------------------------------
-# Shared pieces
+# Builders
 # --------------------------------------------------------------------------
-
-
-def ndim(x):
-    """Rank of an array, tracer or Python scalar."""
-    n = getattr(x, "ndim", None)
-    return np.ndim(x) if n is None else n
-
-
-def shape(x):
-    s = getattr(x, "shape", None)
-    return np.shape(x) if s is None else s
 
 
 def elementwise_batch(prim):
@@ -92,25 +82,49 @@ ONE = object()   # the local derivative is exactly 1
 NEG = object()   # the local derivative is exactly -1
 
 
+def elementwise_primitive(name, impl, *, ufunc=None, **declarations):
+    """A :class:`~rune.core.Primitive` with the elementwise batching rule, routed from
+    ``ufunc`` when given.  ``declarations`` are the primitive's (``jvp``, ``vjp``,
+    ``nondiff``, ``residuals``: what the VJP rules read; ``masks``, ``elementwise``:
+    how structural zeros cross it, see :class:`~rune.core.Primitive`).
+
+    >>> import numpy as np, rune
+    >>> cube_p = elementwise_primitive("cube", lambda x: x ** 3,
+    ...                                jvp=(lambda t, out, x: 3 * x * x * t,),
+    ...                                vjp=(lambda ct, out, x: 3 * x * x * ct,))
+    >>> rune.grad(lambda x: np.sum(cube_p(x)))(np.array([1.0, 2.0]))
+    array([ 3., 12.])
+    """
+    p = Primitive(name, impl, **declarations)
+    p.batch = elementwise_batch(p)
+    if ufunc is not None:
+        register_ufunc(ufunc, p)
+    return p
+
+
 def elementwise(ufunc, *partials, name=None, uses=None, masks=False):
     """A differentiable elementwise primitive for ``ufunc`` with local derivatives ``partials``.
 
     Each partial is ``d(*args, out)``, ``over(den)`` (the derivative ``1 / den``),
     ``ONE``, ``NEG`` or ``None`` (no derivative).
-    JVP and VJP are the same rule, ``g * d``, since ``d`` is a scalar per element.
-    ``uses`` says what the partials read, ``"out"`` or ``"args"`` (default: both), so
-    that the tape keeps nothing else.
+    JVP and VJP are the same rule, ``g * d``, since ``d`` is a scalar per element; the
+    primitive is declared ``elementwise`` (element k of the output depends on element k
+    of each input only), so the engine zeroes ``g * d`` where ``g`` is a structural zero.
+
+    * ``uses`` (the primitive's ``residuals``): what the partials read, ``"out"`` or
+      ``"args"`` (default: both), so that the tape keeps nothing else.  Partials that
+      are all ``ONE``/``NEG``/``None`` read nothing, and the tape keeps nothing.
+    * ``masks``: the partials are weights >= 0 and exactly 0 for the branch not taken
+      (``maximum``: the loser's), which the engine then tracks as a structural zero.
     """
     rules = tuple(None if d is None else _scale(d) for d in partials)
     if all(d is None or d is ONE or d is NEG for d in partials):
         residuals = ()
     else:
         residuals = None if uses is None else (uses,)
-    p = Primitive(name or ufunc.__name__, ufunc, jvp=rules, vjp=rules, residuals=residuals,
-                  masks=masks, elementwise=True)
-    p.batch = elementwise_batch(p)
-    register_ufunc(ufunc, p)
-    return p
+    return elementwise_primitive(name or ufunc.__name__, ufunc, jvp=rules, vjp=rules,
+                                 residuals=residuals, masks=masks, elementwise=True,
+                                 ufunc=ufunc)
 
 
 def unary(ufunc, d, uses=None):
@@ -123,12 +137,10 @@ def binary(ufunc, dx, dy, uses=None, masks=False):
     return elementwise(ufunc, dx, dy, uses=uses, masks=masks)
 
 
-def nondiff(ufunc, name=None):
+def nondiff(ufunc, name=None, register=True):
     """An elementwise primitive with zero derivative (comparisons, rounding, bit ops)."""
-    p = Primitive(name or ufunc.__name__, ufunc, nondiff=True)
-    p.batch = elementwise_batch(p)
-    register_ufunc(ufunc, p)
-    return p
+    return elementwise_primitive(name or ufunc.__name__, ufunc, nondiff=True,
+                                 ufunc=ufunc if register else None)
 
 
 LN2 = np.log(2.0)
@@ -164,22 +176,18 @@ float_power_p = binary(np.float_power, lambda x, y, z: _pow_dx(x, y, np.float_po
 remainder_p = binary(np.remainder, ONE, lambda x, y, z: -np.floor_divide(x, y))
 fmod_p = binary(np.fmod, ONE, lambda x, y, z: -np.trunc(x / y))
 maximum_p = binary(np.maximum, lambda x, y, z: _tie(x, y, np.greater),
-                   lambda x, y, z: _tie(y, x, np.greater))
+                   lambda x, y, z: _tie(y, x, np.greater), masks=True)
 minimum_p = binary(np.minimum, lambda x, y, z: _tie(x, y, np.less),
-                   lambda x, y, z: _tie(y, x, np.less))
+                   lambda x, y, z: _tie(y, x, np.less), masks=True)
 fmax_p = binary(np.fmax, lambda x, y, z: _tie_nan(x, y, np.greater),
-                lambda x, y, z: _tie_nan(y, x, np.greater))
+                lambda x, y, z: _tie_nan(y, x, np.greater), masks=True)
 fmin_p = binary(np.fmin, lambda x, y, z: _tie_nan(x, y, np.less),
-                lambda x, y, z: _tie_nan(y, x, np.less))
+                lambda x, y, z: _tie_nan(y, x, np.less), masks=True)
 copysign_p = binary(np.copysign, lambda x, y, z: np.where(np.signbit(x) == np.signbit(y), 1, -1),
                     None)
 ldexp_p = binary(np.ldexp, lambda x, i, z: np.ldexp(np.ones_like(x), i), None)
 hypot_p = binary(np.hypot, lambda x, y, z: x / np.where(z == 0, 1, z),   # 0 at the origin,
                  lambda x, y, z: y / np.where(z == 0, 1, z))   # as |x| is, and JAX
-
-
-for _p in (maximum_p, minimum_p, fmax_p, fmin_p):
-    _p.masks = True
 
 
 def _tie(x, y, wins):
@@ -233,7 +241,7 @@ register_ufunc(np.radians, deg2rad_p)
 register_ufunc(np.degrees, rad2deg_p)
 
 # --------------------------------------------------------------------------
-# Non-holomorphic: abs, conj (and real/imag below)
+# Non-holomorphic: abs, conj, real, imag
 # --------------------------------------------------------------------------
 
 
@@ -252,56 +260,17 @@ def _abs_vjp(ct, y, x):
     return np.where(x >= 0, ct, -ct)
 
 
-absolute_p = Primitive("absolute", np.absolute, jvp=(_abs_jvp,), vjp=(_abs_vjp,),
-                       elementwise=True)
-absolute_p.batch = elementwise_batch(absolute_p)
-register_ufunc(np.absolute, absolute_p)
+absolute_p = elementwise_primitive("absolute", np.absolute, jvp=(_abs_jvp,), vjp=(_abs_vjp,),
+                                   elementwise=True, ufunc=np.absolute)
 register_ufunc(np.fabs, absolute_p)
-
-conj_p = Primitive("conjugate", np.conjugate, jvp=(lambda t, out, x: np.conj(t),),
-                   vjp=(lambda ct, out, x: np.conj(ct),))
-conj_p.batch = elementwise_batch(conj_p)
-register_ufunc(np.conjugate, conj_p)
-
-real_p = Primitive("real", np.real, jvp=(lambda t, out, x: np.real(t),),
-                   vjp=(lambda ct, out, x: ct,))
-real_p.batch = elementwise_batch(real_p)
-imag_p = Primitive("imag", np.imag, jvp=(lambda t, out, x: np.imag(t),),
-                   vjp=(lambda ct, out, x: -1j * ct,))
-imag_p.batch = elementwise_batch(imag_p)
-
-
-@implements(np.real)
-def _real(x):
-    return real_p(x) if np.iscomplexobj(x) else x
-
-
-@implements(np.imag)
-def _imag(x):
-    return imag_p(x) if np.iscomplexobj(x) else np.zeros_like(x)
-
-
-@implements(np.conj, np.conjugate)
-def _conj(x):
-    return conj_p(x) if np.iscomplexobj(x) else x
-
-
-@implements(np.angle)
-def _angle(z, deg=False):
-    a = np.arctan2(np.imag(z), np.real(z))
-    return a * (180 / np.pi) if deg else a
-
-
-@implements(np.iscomplexobj)
-def _iscomplexobj(x):
-    return getattr(x, "dtype", np.asarray(x).dtype if not isinstance(x, Tracer) else None
-                   ).kind == "c"
-
-
-@implements(np.isrealobj)
-def _isrealobj(x):
-    return not _iscomplexobj(x)
-
+conj_p = elementwise_primitive("conjugate", np.conjugate,
+                               jvp=(lambda t, out, x: np.conj(t),),
+                               vjp=(lambda ct, out, x: np.conj(ct),), ufunc=np.conjugate)
+# np.real / np.imag are functions, not ufuncs: rune.numpy routes them here for complex x.
+real_p = elementwise_primitive("real", np.real, jvp=(lambda t, out, x: np.real(t),),
+                               vjp=(lambda ct, out, x: ct,))
+imag_p = elementwise_primitive("imag", np.imag, jvp=(lambda t, out, x: np.imag(t),),
+                               vjp=(lambda ct, out, x: -1j * ct,))
 
 # --------------------------------------------------------------------------
 # No derivative: comparisons, logic, rounding, bit operations, predicates
@@ -309,7 +278,7 @@ def _isrealobj(x):
 
 for _uf in (np.greater, np.greater_equal, np.less, np.less_equal, np.equal, np.not_equal,
             np.logical_and, np.logical_or, np.logical_xor, np.logical_not,
-            np.isfinite, np.isinf, np.isnan, np.isnat, np.signbit, np.sign,
+            np.isfinite, np.isinf, np.isnan, np.isnat, np.signbit,
             np.floor, np.ceil, np.trunc, np.rint, np.floor_divide, np.heaviside,
             np.nextafter, np.spacing, np.bitwise_and, np.bitwise_or, np.bitwise_xor,
             np.invert, np.left_shift, np.right_shift, np.gcd, np.lcm,
@@ -317,154 +286,32 @@ for _uf in (np.greater, np.greater_equal, np.less, np.less_equal, np.equal, np.n
     if _uf is not None:
         nondiff(_uf)
 
-
-sign_p = nondiff(np.sign)   # real: zero derivative
-
-
-def _sign(x):
-    """``np.sign``: ``z / |z|`` (0 at 0) for complex ``z`` (NumPy 2), which is not constant."""
-    if x.dtype.kind == "c":
-        a = np.abs(x)
-        zero = a == 0
-        return np.where(zero, 0, x / np.where(zero, 1, a))
-    return sign_p(x)
-
-
-register_ufunc(np.sign, _sign)
-
-
-def refuse_out(name, out):
-    """``out=`` on a traced value: a clear error instead of a silently unwritten array."""
-    if out is not None:
-        raise OutRefusedError(
-            f"np.{name}(..., out=...) writes into an existing array, which rune does not "
-            f"support on traced values; assign the result instead (y = np.{name}(...))")
-
-
-@implements(np.fix)
-def _fix(x, out=None):
-    refuse_out("fix", out)
-    return np.trunc(x)
-
-
-def _divmod(x, y):
-    return np.floor_divide(x, y), np.remainder(x, y)
-
-
-def _modf(x):
-    i = np.trunc(x)
-    return x - i, i
-
-
-frexp_exponent_p = Primitive("frexp_exponent", lambda x: np.frexp(x)[1], nondiff=True)
-frexp_exponent_p.batch = elementwise_batch(frexp_exponent_p)
-
-
-def _frexp(x):
-    e = frexp_exponent_p(x)
-    return np.ldexp(x, -e), e
-
-
-register_ufunc(np.divmod, _divmod)
-register_ufunc(np.modf, _modf)
-register_ufunc(np.frexp, _frexp)
+# Real sign: zero derivative.  np.sign itself is routed by rune.numpy, since the sign of
+# a complex number (z / |z|) is not constant.
+sign_p = nondiff(np.sign, register=False)
+frexp_exponent_p = elementwise_primitive("frexp_exponent", lambda x: np.frexp(x)[1],
+                                         nondiff=True)
 
 # --------------------------------------------------------------------------
-# where, casts, clip
+# where, casts
 # --------------------------------------------------------------------------
 
-select_p = Primitive(
+select_p = elementwise_primitive(
     "where", np.where,
     jvp=(None, lambda t, out, c, x, y: np.where(c, t, 0), lambda t, out, c, x, y: np.where(c, 0, t)),
     vjp=(None, lambda ct, out, c, x, y: np.where(c, ct, 0),
-         lambda ct, out, c, x, y: np.where(c, 0, ct)))
-select_p.batch = elementwise_batch(select_p)
-select_p.masks = True
-
-
-@implements(np.where)
-def _where(condition, x=None, y=None):
-    if x is None and y is None:
-        return np.nonzero(condition)
-    return select_p(condition, x, y)
+         lambda ct, out, c, x, y: np.where(c, 0, ct)),
+    masks=True)
 
 
 def _cast_impl(x, dtype):
     return x.astype(dtype) if hasattr(x, "astype") else np.asarray(x).astype(dtype)
 
 
+# To a float or complex dtype (differentiable), and to any other (no derivative).
 cast_p = Primitive("astype", _cast_impl, jvp=(lambda t, out, x, dtype: t,),
-                   vjp=(lambda ct, out, x, dtype: ct,), residuals=())
-cast_p.batch = lambda args, bdims, dtype: (cast_p(args[0], dtype=dtype), bdims[0])
-cast_nondiff_p = Primitive("astype", _cast_impl, nondiff=True)
-cast_nondiff_p.batch = lambda args, bdims, dtype: (cast_nondiff_p(args[0], dtype=dtype), bdims[0])
-
-
-def astype(x, dtype, copy=True):
-    dtype = np.dtype(dtype)
-    if dtype.kind == "O" and x.dtype.kind in "fc":
-        raise TypeError(
-            f"astype(object) of a traced array (shape {x.shape}, dtype {x.dtype}): rune "
-            f"cannot follow derivatives through object arrays, whose elements NumPy computes "
-            f"on one by one outside its protocols. Keep a floating dtype, or use "
-            f"rune.stop_gradient(x) if no derivative is wanted")
-    if dtype == x.dtype:
-        return x.copy() if copy else x
-    if dtype.kind in "fc":
-        return cast_p(x, dtype=dtype)
-    return cast_nondiff_p(x, dtype=dtype)
-
-
-FUNCTIONS["astype"] = astype
-if hasattr(np, "astype"):
-    implements(np.astype)(lambda x, dtype, /, *, copy=True, device=None: astype(x, dtype, copy))
-
-
-@implements(np.clip)
-def _clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None, **kwargs):
-    if out is not None:
-        raise OutRefusedError("np.clip(..., out=...) is not supported on traced values")
-    lo = a_min if a_min is not None else min
-    hi = a_max if a_max is not None else max
-    if lo is not None:
-        a = np.maximum(a, lo)
-    if hi is not None:
-        a = np.minimum(a, hi)
-    return a
-
-
-@implements(np.nan_to_num)
-def _nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
-    info = np.finfo(np.real(np.zeros((), x.dtype)).dtype)
-    posinf = info.max if posinf is None else posinf
-    neginf = info.min if neginf is None else neginf
-    x = np.where(np.isnan(x), nan, x)
-    x = np.where(np.isposinf(x), posinf, x)
-    return np.where(np.isneginf(x), neginf, x)
-
-
-@implements(np.isposinf)
-def _isposinf(x, out=None):
-    refuse_out("isposinf", out)
-    return np.isinf(x) & ~np.signbit(x)
-
-
-@implements(np.isneginf)
-def _isneginf(x, out=None):
-    refuse_out("isneginf", out)
-    return np.isinf(x) & np.signbit(x)
-
-
-@implements(np.round, np.around)
-def _round(a, decimals=0, out=None):
-    refuse_out("round", out)
-    if decimals == 0:
-        return np.rint(a)
-    scale = 10.0 ** decimals
-    return np.rint(a * scale) / scale
-
-
-@implements(np.sinc)
-def _sinc(x):
-    y = np.pi * np.where(x == 0, 1.0e-20, x)
-    return np.sin(y) / y
+                   vjp=(lambda ct, out, x, dtype: ct,), residuals=(),
+                   batch=lambda args, bdims, dtype: (cast_p(args[0], dtype=dtype), bdims[0]))
+cast_nondiff_p = Primitive(
+    "astype_nondiff", _cast_impl, nondiff=True,
+    batch=lambda args, bdims, dtype: (cast_nondiff_p(args[0], dtype=dtype), bdims[0]))

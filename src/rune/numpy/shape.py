@@ -1,26 +1,17 @@
-"""Shape and layout rules: reshape, transpose, broadcast, concatenate and friends.
+"""The shape surface: reshape, transpose, broadcasting, stacking, splitting, tiling.
 
-These primitives are linear, so their JVP applies the same operation to the
-tangent and their VJP applies the inverse layout change to the cotangent.
-``moveaxis``, ``swapaxes``, ``expand_dims``, ``squeeze``, ``ravel``,
-``stack``, ``hstack``, ``vstack`` are compositions of the primitives here.
+All are compositions of the layout primitives of :mod:`rune.primitives.shape`
+(``reshape``, ``transpose``, ``broadcast_to``, ``concatenate``, ``split``,
+``roll``) and of indexing:
 
-The rest of the family is built from them and from indexing:
-
-* ``split`` (``array_split``, ``hsplit``, ``vsplit``, ``dsplit``) is one primitive
-  with several results, whose VJP concatenates the pieces' cotangents (zeros for
-  unused pieces); overlapping split points fall back to one slice per piece.
+* ``moveaxis``, ``swapaxes``, ``expand_dims``, ``squeeze``, ``ravel``, ``stack``,
+  ``hstack``, ``vstack`` are reshapes, transposes and concatenations.
+* ``split`` (``array_split``, ``hsplit``, ``vsplit``, ``dsplit``) is the ``split``
+  primitive; overlapping split points fall back to one slice per piece.
 * ``tile`` and scalar ``repeat`` broadcast in a new axis and reshape, so the VJP
   sums the copies; ``repeat`` with per-element counts is a gather (``np.take``).
 * ``flip``/``fliplr``/``flipud``/``rot90`` are slices with step -1 and transposes;
-  ``roll`` is a primitive whose VJP rolls back.
-* ``pad``: mode ``'constant'`` (and ``'empty'``, padded with 0) concatenates constant
-  blocks axis by axis (``constant_values`` may be traced); ``'edge'``, ``'reflect'``,
-  ``'symmetric'``, ``'wrap'`` gather along each axis with the index pattern
-  ``np.pad(np.arange(n), ..., mode)`` gives.  Other modes raise ``NotImplementedError``.
-* ``triu``/``tril`` are ``np.where`` with a constant mask; ``block`` and ``meshgrid``
-  are concatenations and broadcasts; ``delete`` gathers the kept elements and
-  ``insert`` writes into a new buffer.
+  ``roll`` is the ``roll`` primitive, whose VJP rolls back.
 """
 
 from __future__ import annotations
@@ -29,70 +20,17 @@ import operator
 
 import numpy as np
 
-from ..core import Primitive, Tracer
+from ..core import Tracer
 from ..dispatch import implements, OutRefusedError
-from .elementwise import shape, ndim
-
-# --------------------------------------------------------------------------
-# Helpers
-# --------------------------------------------------------------------------
-
-
-def normalize_axis(axis, nd, what="axis"):
-    axis = operator.index(axis)
-    if not -nd <= axis < nd:
-        raise np.exceptions.AxisError(f"{what} {axis} is out of bounds for an array of "
-                                      f"dimension {nd}")
-    return axis % nd
-
-
-def normalize_axes(axis, nd):
-    """``axis`` (None, an int or a tuple) as a sorted tuple of non-negative ints."""
-    if axis is None:
-        return tuple(range(nd))
-    if isinstance(axis, (tuple, list)):
-        axes = tuple(sorted(normalize_axis(a, nd) for a in axis))
-        if len(set(axes)) != len(axes):
-            raise ValueError("repeated axis")
-        return axes
-    return (normalize_axis(axis, nd),)
-
-
-def to_front(x, bdim):
-    """``x`` with its batch axis (``bdim``) first."""
-    return x if bdim == 0 else np.moveaxis(x, bdim, 0)
-
-
-def batch_size(args, bdims):
-    for a, b in zip(args, bdims):
-        if b is not None:
-            return shape(a)[b]
-    raise ValueError("no batched argument")
-
-
-def broadcast_batch(x, bdim, size):
-    """``x`` with the batch first, broadcasting an unbatched ``x``."""
-    if bdim is None:
-        s = tuple(shape(x))
-        return np.broadcast_to(np.reshape(x, (1,) + s), (size,) + s)
-    return to_front(x, bdim)
+from ..primitives._util import ndim, normalize_axis, normalize_axes
+from ..primitives.shape import (reshape_p, transpose_p, broadcast_to_p, concatenate_p,
+                                split_p, roll_p)
+from ._util import operand
 
 
 # --------------------------------------------------------------------------
-# reshape
+# reshape, ravel, expand_dims, squeeze, atleast_*d
 # --------------------------------------------------------------------------
-
-def _reshape_batch(args, bdims, shape):
-    x = to_front(args[0], bdims[0])
-    return reshape_p(x, shape=(x.shape[0],) + shape), 0
-
-
-reshape_p = Primitive(
-    "reshape", lambda x, shape: np.reshape(x, shape),
-    jvp=(lambda t, out, x, shape: reshape_p(t, shape=shape),),
-    vjp=(lambda ct, out, x, shape: reshape_p(ct, shape=tuple(x.shape)),),
-    batch=_reshape_batch, layout=True)
-
 
 def _resolve_shape(newshape, size):
     if isinstance(newshape, (int, np.integer)):
@@ -190,20 +128,8 @@ def atleast_3d(*arys):
 
 
 # --------------------------------------------------------------------------
-# transpose
+# transpose, moveaxis, swapaxes
 # --------------------------------------------------------------------------
-
-def _transpose_batch(args, bdims, axes):
-    x = to_front(args[0], bdims[0])
-    return transpose_p(x, axes=(0,) + tuple(a + 1 for a in axes)), 0
-
-
-transpose_p = Primitive(
-    "transpose", lambda x, axes: np.transpose(x, axes),
-    jvp=(lambda t, out, x, axes: transpose_p(t, axes=axes),),
-    vjp=(lambda ct, out, x, axes: transpose_p(ct, axes=tuple(np.argsort(axes))),),
-    batch=_transpose_batch, residuals=(), layout=True)
-
 
 @implements(np.transpose)
 def transpose(a, axes=None):
@@ -253,23 +179,8 @@ def matrix_transpose(x):
 
 
 # --------------------------------------------------------------------------
-# broadcast_to
+# broadcast_to, broadcast_arrays
 # --------------------------------------------------------------------------
-
-def _broadcast_to_batch(args, bdims, shape):
-    x = to_front(args[0], bdims[0])
-    s = x.shape
-    x = reshape_p(x, shape=s[:1] + (1,) * (len(shape) - len(s) + 1) + s[1:]) \
-        if len(s) - 1 < len(shape) else x
-    return broadcast_to_p(x, shape=s[:1] + shape), 0
-
-
-broadcast_to_p = Primitive(
-    "broadcast_to", lambda x, shape: np.broadcast_to(x, shape),
-    jvp=(lambda t, out, x, shape: t,),          # the engine broadcasts tangents
-    vjp=(lambda ct, out, x, shape: ct,),        # ... and un-broadcasts cotangents
-    batch=_broadcast_to_batch, residuals=(), layout=True)
-
 
 @implements(np.broadcast_to)
 def broadcast_to(array, shape, subok=False):
@@ -290,43 +201,12 @@ def broadcast_arrays(*args, subok=False):
 # concatenate, stack
 # --------------------------------------------------------------------------
 
-def _concatenate_jvp(tangents, out, *xs, axis):
-    ts = [np.zeros(shape(x), out.dtype) if t is None else t for t, x in zip(tangents, xs)]
-    return concatenate_p(*ts, axis=axis)
-
-
-def _concatenate_vjp_rule(i):
-    def rule(ct, out, *xs, axis):
-        start = sum(shape(x)[axis] for x in xs[:i])
-        idx = (slice(None),) * axis + (slice(start, start + shape(xs[i])[axis]),)
-        return ct[idx]
-    return rule
-
-
-class _ConcatVJP(tuple):
-    """Per-argument VJP rules for any number of arguments."""
-
-    def __getitem__(self, i):
-        return _concatenate_vjp_rule(i)
-
-
-def _concatenate_batch(args, bdims, axis):
-    size = batch_size(args, bdims)
-    xs = [broadcast_batch(x, b, size) for x, b in zip(args, bdims)]
-    return concatenate_p(*xs, axis=axis + 1), 0
-
-
-concatenate_p = Primitive("concatenate", lambda *xs, axis: np.concatenate(xs, axis=axis),
-                          jvp=_concatenate_jvp, vjp=_ConcatVJP(), batch=_concatenate_batch,
-                          layout=True)
-
-
 @implements(np.concatenate)
 def concatenate(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
     if out is not None:
         raise OutRefusedError("np.concatenate(..., out=...) is not supported on traced "
                                   "values")
-    arrays = [_operand(a) for a in arrays]
+    arrays = [operand(a) for a in arrays]
     if axis is None:
         arrays = [ravel(a) for a in arrays]
         axis = 0
@@ -342,17 +222,11 @@ def concatenate(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
     return concatenate_p(*arrays, axis=axis)
 
 
-def _operand(a):
-    if isinstance(a, Tracer):
-        return a
-    return np.asarray(a) if not isinstance(a, np.ndarray) else a
-
-
 @implements(np.stack)
 def stack(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
     if out is not None:
         raise OutRefusedError("np.stack(..., out=...) is not supported on traced values")
-    arrays = [_operand(a) for a in arrays]
+    arrays = [operand(a) for a in arrays]
     if not arrays:
         raise ValueError("need at least one array to stack")
     s = tuple(_shape_of(arrays[0]))
@@ -437,22 +311,8 @@ def _np_copy(a, order="K", subok=False):
 
 
 # --------------------------------------------------------------------------
-# split: one primitive with several results; its VJP concatenates
+# split (one primitive with several results)
 # --------------------------------------------------------------------------
-
-def _split_vjp(ct, out, x, indices, axis):
-    return concatenate_p(*ct, axis=axis) if len(ct) > 1 else ct[0]
-
-
-def _split_batch(args, bdims, indices, axis):
-    return split_p(to_front(args[0], bdims[0]), indices=indices, axis=axis + 1), 0
-
-
-split_p = Primitive(
-    "split", lambda x, indices, axis: tuple(np.split(x, indices, axis=axis)),
-    jvp=(lambda t, out, x, indices, axis: split_p(t, indices=indices, axis=axis),),
-    vjp=(_split_vjp,), batch=_split_batch, multiple_results=True)
-
 
 def _split_points(n, indices_or_sections, equal):
     """Split points for ``np.split``/``np.array_split`` (NumPy's rules)."""
@@ -574,7 +434,7 @@ def repeat(a, repeats, axis=None):
 
 
 # --------------------------------------------------------------------------
-# flip, rot90 (slices with step -1), roll (a primitive: its VJP rolls back)
+# flip, rot90 (slices with step -1), roll
 # --------------------------------------------------------------------------
 
 @implements(np.flip)
@@ -624,19 +484,6 @@ def rot90(m, k=1, axes=(0, 1)):
     return flip(transpose(m, tuple(perm)), axes[1])
 
 
-def _roll_batch(args, bdims, shift, axis):
-    x = to_front(args[0], bdims[0])
-    return roll_p(x, shift=shift, axis=tuple(a + 1 for a in axis)), 0
-
-
-roll_p = Primitive(
-    "roll", lambda x, shift, axis: np.roll(x, shift, axis),
-    jvp=(lambda t, out, x, shift, axis: roll_p(t, shift=shift, axis=axis),),
-    vjp=(lambda ct, out, x, shift, axis: roll_p(ct, shift=tuple(-s for s in shift),
-                                               axis=axis),),
-    batch=_roll_batch, layout=True)
-
-
 @implements(np.roll)
 def roll(a, shift, axis=None):
     if isinstance(shift, Tracer):
@@ -657,242 +504,3 @@ def roll(a, shift, axis=None):
         return a.copy()
     axes = tuple(sorted(totals))
     return roll_p(a, shift=tuple(totals[k] for k in axes), axis=axes)
-
-
-# --------------------------------------------------------------------------
-# pad: concatenation (constant) or a gather along each axis (edge, reflect, ...)
-# --------------------------------------------------------------------------
-
-_INDEX_MODES = ("edge", "reflect", "symmetric", "wrap")
-
-
-def _pad_pairs(pad_width, nd):
-    if isinstance(pad_width, dict):
-        pairs = [[0, 0] for _ in range(nd)]
-        for k, v in pad_width.items():
-            pairs[normalize_axis(k, nd)] = list(np.broadcast_to(np.asarray(v), (2,)).tolist())
-        pad_width = pairs
-    pw = np.asarray(pad_width)
-    if pw.dtype.kind not in "iu":
-        raise TypeError("`pad_width` must be of integral type.")
-    pw = np.broadcast_to(pw, (nd, 2)).tolist()
-    if any(v < 0 for p in pw for v in p):
-        raise ValueError("index can't contain negative values")
-    return pw
-
-
-@implements(np.pad)
-def pad(array, pad_width, mode="constant", **kwargs):
-    nd = ndim(array)
-    pw = _pad_pairs(pad_width, nd)
-    if mode == "empty":
-        mode = "constant"
-    if mode == "constant":
-        cv = kwargs.pop("constant_values", 0)
-        if kwargs:
-            raise ValueError(f"unsupported keyword arguments for mode 'constant': "
-                             f"{set(kwargs)}")
-        if isinstance(cv, Tracer):
-            cvals = np.broadcast_to(cv, (nd, 2))
-        else:
-            cvals = np.broadcast_to(np.asarray(cv), (nd, 2))
-        dtype = array.dtype if isinstance(array, Tracer) else np.asarray(array).dtype
-        x = array
-        for k, (b, e) in enumerate(pw):
-            if not b and not e:
-                continue
-            s = tuple(_shape_of(x))
-            parts = []
-            for w, c in ((b, cvals[k, 0]), (e, cvals[k, 1])):
-                side = s[:k] + (w,) + s[k + 1:]
-                if isinstance(c, Tracer):
-                    part = broadcast_to(c.astype(dtype), side)
-                else:
-                    part = np.full(side, c, dtype)
-                parts.append(part)
-            x = concatenate([parts[0], x, parts[1]], axis=k)
-        return x if x is not array else array.copy()
-    if mode in _INDEX_MODES:
-        if kwargs.get("reflect_type", "even") != "even":
-            raise NotImplementedError(f"np.pad(mode={mode!r}, reflect_type='odd') is not "
-                                      f"supported on traced values")
-        x = array
-        for k, (b, e) in enumerate(pw):
-            if not b and not e:
-                continue
-            n = _shape_of(x)[k]
-            idx = np.pad(np.arange(n), (b, e), mode=mode)
-            x = np.take(x, idx, axis=k)
-        return x if x is not array else array.copy()
-    raise NotImplementedError(f"np.pad(mode={mode!r}) is not supported on traced values; "
-                              f"supported modes: 'constant', 'empty', "
-                              + ", ".join(repr(m) for m in _INDEX_MODES))
-
-
-# --------------------------------------------------------------------------
-# triu, tril: a constant mask and np.where
-# --------------------------------------------------------------------------
-
-@implements(np.triu)
-def triu(m, k=0):
-    s = _shape_of(m)
-    mask = np.tri(*s[-2:], k=k - 1, dtype=bool)
-    return np.where(mask, np.zeros(1, m.dtype), m)
-
-
-@implements(np.tril)
-def tril(m, k=0):
-    s = _shape_of(m)
-    mask = np.tri(*s[-2:], k=k, dtype=bool)
-    return np.where(mask, m, np.zeros(1, m.dtype))
-
-
-# --------------------------------------------------------------------------
-# block, meshgrid
-# --------------------------------------------------------------------------
-
-def _block_depth(x, where="arrays"):
-    if type(x) is tuple:
-        raise TypeError(f"{where} is a tuple. Only lists can be used to arrange blocks, "
-                        f"and np.block does not allow implicit conversion from tuple to "
-                        f"ndarray.")
-    if type(x) is not list:
-        return 0
-    if not x:
-        raise ValueError(f"List at {where} cannot be empty")
-    depths = {_block_depth(e, f"{where}[{i}]") for i, e in enumerate(x)}
-    if len(depths) != 1:
-        raise ValueError("List depths are mismatched.")
-    return 1 + depths.pop()
-
-
-def _block_leaves(x):
-    if type(x) is list:
-        for e in x:
-            yield from _block_leaves(e)
-    else:
-        yield x
-
-
-@implements(np.block)
-def block(arrays):
-    depth = _block_depth(arrays)
-    nd = max([depth] + [ndim(a) for a in _block_leaves(arrays)])
-
-    def rec(x, level):
-        if type(x) is list:
-            return concatenate([rec(e, level + 1) for e in x], axis=level - depth)
-        s = tuple(_shape_of(x))
-        x = x if isinstance(x, Tracer) else np.asarray(x)
-        return reshape(x, (1,) * (nd - len(s)) + s) if len(s) < nd else x
-
-    out = rec(arrays, 0)
-    return out.copy() if depth == 0 else out
-
-
-@implements(np.meshgrid)
-def meshgrid(*xi, copy=True, sparse=False, indexing="xy"):
-    if indexing not in ("xy", "ij"):
-        raise ValueError("Valid values for `indexing` are 'xy' and 'ij'.")
-    n = len(xi)
-    s0 = (1,) * n
-    out = [reshape(x if isinstance(x, Tracer) else np.asarray(x),
-                   s0[:i] + (-1,) + s0[i + 1:]) for i, x in enumerate(xi)]
-    if indexing == "xy" and n > 1:
-        out[0] = reshape(out[0], (1, -1) + s0[2:])
-        out[1] = reshape(out[1], (-1, 1) + s0[2:])
-    if not sparse:
-        out = list(broadcast_arrays(*out))
-    if copy:
-        out = [x.copy() for x in out]
-    return tuple(out)
-
-
-# --------------------------------------------------------------------------
-# delete, insert: a gather of the kept elements; writes into a new buffer
-# --------------------------------------------------------------------------
-
-def _concrete_index(obj):
-    """An index argument that decides the output shape: it must be concrete."""
-    return np.asarray(obj.tolist()) if isinstance(obj, Tracer) else obj
-
-
-@implements(np.delete)
-def delete(arr, obj, axis=None):
-    obj = _concrete_index(obj)
-    if axis is None:
-        arr = ravel(arr) if ndim(arr) != 1 else arr
-        axis = 0
-    axis = normalize_axis(axis, ndim(arr))
-    n = _shape_of(arr)[axis]
-    keep = np.ones(n, bool)
-    if isinstance(obj, slice):
-        keep[obj] = False
-    else:
-        o = np.asarray(obj)
-        if o.dtype == np.bool_:
-            if o.shape != (n,):
-                raise ValueError(f"boolean array argument obj to delete must be one "
-                                 f"dimensional and match the axis length of {n}")
-            keep = ~o
-        else:
-            if o.size and o.dtype.kind not in "iu":
-                raise IndexError("arrays used as indices must be of integer (or boolean) type")
-            o = o.astype(np.intp)
-            if o.size and (o.min() < -n or o.max() >= n):
-                raise IndexError(f"index {obj} is out of bounds for axis {axis} with size {n}")
-            keep[o] = False
-    return np.take(arr, np.flatnonzero(keep), axis=axis)
-
-
-@implements(np.insert)
-def insert(arr, obj, values, axis=None):
-    obj = _concrete_index(obj)
-    arr = arr if isinstance(arr, Tracer) else np.asarray(arr)
-    if axis is None:
-        arr = ravel(arr) if arr.ndim != 1 else arr
-        axis = 0
-    nd = arr.ndim
-    axis = normalize_axis(axis, nd)
-    n = arr.shape[axis]
-    if isinstance(obj, slice):
-        indices = np.arange(*obj.indices(n), dtype=np.intp)
-    else:
-        indices = np.array(obj)
-        if indices.dtype == np.bool_:
-            if indices.ndim != 1:
-                raise ValueError("boolean array argument obj to insert must be one "
-                                 "dimensional")
-            indices = np.flatnonzero(indices)
-        elif indices.ndim > 1:
-            raise ValueError("index array argument obj to insert must be one dimensional "
-                             "or scalar")
-    pre = (slice(None),) * axis
-    if indices.size == 1:
-        index = indices.item()
-        if index < -n or index > n:
-            raise IndexError(f"index {obj} is out of bounds for axis {axis} with size {n}")
-        index = index + n if index < 0 else index
-        values = np.array(values, copy=None, ndmin=nd, dtype=arr.dtype)
-        if indices.ndim == 0:
-            values = moveaxis(values, 0, axis) if isinstance(values, Tracer) else \
-                np.moveaxis(values, 0, axis)
-        s = tuple(arr.shape)
-        region = s[:axis] + (_shape_of(values)[axis],) + s[axis + 1:]
-        values = broadcast_to(values, region)
-        return concatenate([arr[pre + (slice(None, index),)], values,
-                            arr[pre + (slice(index, None),)]], axis=axis)
-    if indices.size == 0 and not isinstance(obj, np.ndarray):
-        indices = indices.astype(np.intp)
-    indices = indices.copy()
-    indices[indices < 0] += n
-    numnew = len(indices)
-    order = indices.argsort(kind="mergesort")
-    indices[order] += np.arange(numnew)
-    newshape = list(arr.shape)
-    newshape[axis] += numnew
-    old_mask = np.ones(newshape[axis], dtype=bool)
-    old_mask[indices] = False
-    from .indexing import setitem
-    new = setitem(np.zeros(newshape, arr.dtype), pre + (indices,), values)
-    return setitem(new, pre + (old_mask,), arr)

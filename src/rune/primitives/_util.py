@@ -1,0 +1,88 @@
+"""Small helpers shared by the primitive families (and the NumPy surface above them).
+
+They work on plain arrays, traced values and Python scalars alike, and call
+only ``np.*`` functions, so rules written with them nest.
+"""
+
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+__all__ = ["ndim", "shape", "normalize_axis", "normalize_axes", "to_front", "batch_size",
+           "broadcast_batch", "per_argument"]
+
+
+def ndim(x):
+    """Rank of an array, tracer or Python scalar."""
+    n = getattr(x, "ndim", None)
+    return np.ndim(x) if n is None else n
+
+
+def shape(x):
+    """Shape of an array, tracer or Python scalar."""
+    s = getattr(x, "shape", None)
+    return np.shape(x) if s is None else s
+
+
+def normalize_axis(axis, nd, what="axis"):
+    """``axis`` as a non-negative int below ``nd`` (NumPy's AxisError otherwise)."""
+    axis = operator.index(axis)
+    if not -nd <= axis < nd:
+        raise np.exceptions.AxisError(f"{what} {axis} is out of bounds for an array of "
+                                      f"dimension {nd}")
+    return axis % nd
+
+
+def normalize_axes(axis, nd):
+    """``axis`` (None, an int or a tuple) as a sorted tuple of non-negative ints."""
+    if axis is None:
+        return tuple(range(nd))
+    if isinstance(axis, (tuple, list)):
+        axes = tuple(sorted(normalize_axis(a, nd) for a in axis))
+        if len(set(axes)) != len(axes):
+            raise ValueError("repeated axis")
+        return axes
+    return (normalize_axis(axis, nd),)
+
+
+def to_front(x, bdim):
+    """``x`` with its batch axis (``bdim``) first."""
+    return x if bdim == 0 else np.moveaxis(x, bdim, 0)
+
+
+def batch_size(args, bdims):
+    """The batch size, read from the first batched argument."""
+    for a, b in zip(args, bdims):
+        if b is not None:
+            return shape(a)[b]
+    raise ValueError("no batched argument")
+
+
+def broadcast_batch(x, bdim, size):
+    """``x`` with the batch first, broadcasting an unbatched ``x``."""
+    if bdim is None:
+        s = tuple(shape(x))
+        return np.broadcast_to(np.reshape(x, (1,) + s), (size,) + s)
+    return to_front(x, bdim)
+
+
+class per_argument(tuple):
+    """The rules of a primitive that takes any number of arguments (``concatenate``,
+    ``einsum``): ``rules[i]`` is ``make(i)``, made when the engine asks for it.
+
+    It is a tuple like every other rule container, so the engines index it the same way.
+
+    >>> rules = per_argument(lambda i: (lambda ct, out, *xs: ct * i))
+    >>> rules[3](1.0, None)
+    3.0
+    """
+
+    def __new__(cls, make):
+        self = super().__new__(cls)
+        self.make = make
+        return self
+
+    def __getitem__(self, i):
+        return self.make(i)

@@ -1,0 +1,128 @@
+"""Shape and layout primitives: reshape, transpose, broadcast_to, concatenate, split, roll.
+
+They are linear, so each JVP applies the same operation to the tangent and each
+VJP applies the inverse layout change to the cotangent.  ``split`` has several
+results; its VJP concatenates the pieces' cotangents (zeros for unused pieces).
+Everything else of the family (``moveaxis``, ``stack``, ``tile``, ``pad``, ...)
+is a composition in :mod:`rune.numpy.shape` and :mod:`rune.numpy.building`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..core import Primitive
+from ._util import shape, to_front, batch_size, broadcast_batch, per_argument
+
+# --------------------------------------------------------------------------
+# reshape
+# --------------------------------------------------------------------------
+
+def _reshape_batch(args, bdims, shape):
+    x = to_front(args[0], bdims[0])
+    return reshape_p(x, shape=(x.shape[0],) + shape), 0
+
+
+reshape_p = Primitive(
+    "reshape", lambda x, shape: np.reshape(x, shape),
+    jvp=(lambda t, out, x, shape: reshape_p(t, shape=shape),),
+    vjp=(lambda ct, out, x, shape: reshape_p(ct, shape=tuple(x.shape)),),
+    batch=_reshape_batch, layout=True)
+
+
+# --------------------------------------------------------------------------
+# transpose
+# --------------------------------------------------------------------------
+
+def _transpose_batch(args, bdims, axes):
+    x = to_front(args[0], bdims[0])
+    return transpose_p(x, axes=(0,) + tuple(a + 1 for a in axes)), 0
+
+
+transpose_p = Primitive(
+    "transpose", lambda x, axes: np.transpose(x, axes),
+    jvp=(lambda t, out, x, axes: transpose_p(t, axes=axes),),
+    vjp=(lambda ct, out, x, axes: transpose_p(ct, axes=tuple(np.argsort(axes))),),
+    batch=_transpose_batch, residuals=(), layout=True)
+
+
+# --------------------------------------------------------------------------
+# broadcast_to
+# --------------------------------------------------------------------------
+
+def _broadcast_to_batch(args, bdims, shape):
+    x = to_front(args[0], bdims[0])
+    s = x.shape
+    x = reshape_p(x, shape=s[:1] + (1,) * (len(shape) - len(s) + 1) + s[1:]) \
+        if len(s) - 1 < len(shape) else x
+    return broadcast_to_p(x, shape=s[:1] + shape), 0
+
+
+broadcast_to_p = Primitive(
+    "broadcast_to", lambda x, shape: np.broadcast_to(x, shape),
+    jvp=(lambda t, out, x, shape: t,),          # the engine broadcasts tangents
+    vjp=(lambda ct, out, x, shape: ct,),        # ... and un-broadcasts cotangents
+    batch=_broadcast_to_batch, residuals=(), layout=True)
+
+
+# --------------------------------------------------------------------------
+# concatenate: a joint JVP (one concatenation of all tangents), a VJP per argument
+# --------------------------------------------------------------------------
+
+def _concatenate_jvp(tangents, out, *xs, axis):
+    ts = [np.zeros(shape(x), out.dtype) if t is None else t for t, x in zip(tangents, xs)]
+    return concatenate_p(*ts, axis=axis)
+
+
+def _concatenate_vjp_rule(i):
+    def rule(ct, out, *xs, axis):
+        start = sum(shape(x)[axis] for x in xs[:i])
+        idx = (slice(None),) * axis + (slice(start, start + shape(xs[i])[axis]),)
+        return ct[idx]
+    return rule
+
+
+def _concatenate_batch(args, bdims, axis):
+    size = batch_size(args, bdims)
+    xs = [broadcast_batch(x, b, size) for x, b in zip(args, bdims)]
+    return concatenate_p(*xs, axis=axis + 1), 0
+
+
+concatenate_p = Primitive("concatenate", lambda *xs, axis: np.concatenate(xs, axis=axis),
+                          jvp=_concatenate_jvp, vjp=per_argument(_concatenate_vjp_rule),
+                          batch=_concatenate_batch, layout=True)
+
+
+# --------------------------------------------------------------------------
+# split: one primitive with several results; its VJP concatenates
+# --------------------------------------------------------------------------
+
+def _split_vjp(ct, out, x, indices, axis):
+    return concatenate_p(*ct, axis=axis) if len(ct) > 1 else ct[0]
+
+
+def _split_batch(args, bdims, indices, axis):
+    return split_p(to_front(args[0], bdims[0]), indices=indices, axis=axis + 1), 0
+
+
+split_p = Primitive(
+    "split", lambda x, indices, axis: tuple(np.split(x, indices, axis=axis)),
+    jvp=(lambda t, out, x, indices, axis: split_p(t, indices=indices, axis=axis),),
+    vjp=(_split_vjp,), batch=_split_batch, multiple_results=True)
+
+
+# --------------------------------------------------------------------------
+# roll: its VJP rolls back
+# --------------------------------------------------------------------------
+
+def _roll_batch(args, bdims, shift, axis):
+    x = to_front(args[0], bdims[0])
+    return roll_p(x, shift=shift, axis=tuple(a + 1 for a in axis)), 0
+
+
+roll_p = Primitive(
+    "roll", lambda x, shift, axis: np.roll(x, shift, axis),
+    jvp=(lambda t, out, x, shift, axis: roll_p(t, shift=shift, axis=axis),),
+    vjp=(lambda ct, out, x, shift, axis: roll_p(ct, shift=tuple(-s for s in shift),
+                                               axis=axis),),
+    batch=_roll_batch, layout=True)
