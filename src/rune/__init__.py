@@ -7,6 +7,7 @@ array([0.        , 0.63970001])
 
 from . import numpy_api as _numpy_api
 from . import rules as _rules  # noqa: F401  (registers every rule)
+from . import numpy as _numpy_surface  # noqa: F401  (registers the NumPy surface)
 from . import tree
 from .core import TracerConversionError, BatchedControlFlowError, PerformanceWarning
 from .reverse import grad, value_and_grad, vjp, stop_gradient

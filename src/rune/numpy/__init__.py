@@ -5,3 +5,5 @@ calls, the way a user would write it, and registered with
 :func:`rune.dispatch.implements`.  Adding a NumPy function built from
 existing primitives touches only this package.
 """
+
+from . import fft  # noqa: F401
