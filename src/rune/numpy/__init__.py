@@ -6,4 +6,4 @@ calls, the way a user would write it, and registered with
 existing primitives touches only this package.
 """
 
-from . import fft, products, creation  # noqa: F401
+from . import fft, products, creation, strides  # noqa: F401
