@@ -51,3 +51,25 @@ def test_vectorized_without_fallback(name):
                                    rtol=1e-10, atol=1e-12)
         np.testing.assert_allclose(t[i], rune.jvp(f, (X[i],), (X[i],))[1], rtol=1e-10,
                                    atol=1e-12)
+
+
+LIST_CALLS = {
+    "fft": (lambda a: np.fft.fft([a, 2 * a, 1.0]).real, 3.0),
+    "rfftn": (lambda a: np.fft.rfftn([[a, 1.0], [2 * a, 0.0]]).real, 4.0),
+    "convolve": (lambda a: np.convolve([a, 2 * a], [1.0, 2.0]), 9.0),
+    "correlate": (lambda a: np.correlate([1.0, 2.0], [a, 2 * a], "full"), 9.0),
+    "kron": (lambda a: np.kron([a, 2 * a], [1.0, 2.0]), 9.0),
+    "cross": (lambda a: np.cross([a, 2 * a, 0.0], [1.0, 2.0, 3.0]), 3.0),
+    "linspace": (lambda a: np.linspace([a, 0.0], [2 * a, 1.0], 3), 4.5),
+    "sliding_window_view": (lambda a: swv([a, 2 * a, 3 * a], 2), 8.0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LIST_CALLS))
+def test_lists_of_traced_values(name):
+    """NumPy's dispatch does not look inside lists: rune stacks them while tracing."""
+    f, want = LIST_CALLS[name]
+    assert rune.grad(lambda a: np.sum(f(a)))(1.0) == pytest.approx(want, rel=1e-12)
+    rune.check_grads(f, 0.7, order=2)
+    got = rune.vmap(f)(np.array([0.5, 2.0]))
+    np.testing.assert_allclose(got[1], f(2.0), rtol=1e-12, atol=1e-12)
