@@ -23,6 +23,7 @@ import numpy as np
 from ..core import Tracer, rank, _peek
 from ..dispatch import implements
 from .. import numpy_api
+from ._lists import accept_traced_lists
 
 
 def _operand(x):
@@ -151,3 +152,4 @@ def _full_like_wrapper(orig):
 # NumPy does not dispatch these on the fill value: wrapped while a transformation is active
 numpy_api.wrap_while_active("numpy._core.numeric", "full", _full_wrapper)
 numpy_api.wrap_while_active("numpy._core.numeric", "full_like", _full_like_wrapper)
+accept_traced_lists(np.linspace, np.logspace, np.geomspace)

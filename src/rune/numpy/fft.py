@@ -24,6 +24,7 @@ import numpy as np
 from ..core import Tracer, rank
 from ..dispatch import implements, OutRefusedError
 from ..primitives.fft import fft_p, rfft_p, irfft_p, dual_norm
+from ._lists import accept_traced_lists
 
 _NORMS = ("backward", "ortho", "forward")
 
@@ -240,3 +241,8 @@ def irfftn(a, s=None, axes=None, norm=None, out=None):
 @implements(np.fft.irfft2)
 def irfft2(a, s=None, axes=(-2, -1), norm=None, out=None):
     return _irfftn("irfft2", a, s, axes, norm, out)
+
+
+accept_traced_lists(*(getattr(np.fft, name) for name in (
+    "fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fftn", "ifftn", "fft2", "ifft2", "rfftn",
+    "rfft2", "irfftn", "irfft2")))

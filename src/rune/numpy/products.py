@@ -21,6 +21,7 @@ import numpy as np
 from ..core import Tracer, rank
 from ..dispatch import implements
 from ..primitives.convolution import convolve_p
+from ._lists import accept_traced_lists
 
 _MODES = {"full": "full", "same": "same", "valid": "valid", 0: "valid", 1: "same", 2: "full",
           "f": "full", "s": "same", "v": "valid"}
@@ -142,3 +143,6 @@ def vander(x, N=None, increasing=False):
         return np.zeros((x.shape[0], 0), dtype)
     out = np.stack(cols, axis=1)
     return out if increasing else out[:, ::-1]
+
+
+accept_traced_lists(np.convolve, np.correlate, np.kron, np.cross, np.vander)

@@ -29,6 +29,7 @@ import numpy as np
 from ..core import Tracer
 from ..dispatch import FUNCTIONS, implements
 from .. import numpy_api
+from ._lists import accept_traced_lists
 
 _SWV = "np.lib.stride_tricks.sliding_window_view"
 _AS_STRIDED = "np.lib.stride_tricks.as_strided"
@@ -151,3 +152,6 @@ def _no_array_interface(self):
 
 
 Tracer.__array_interface__ = property(_no_array_interface)
+
+
+accept_traced_lists(np.lib.stride_tricks.sliding_window_view)
