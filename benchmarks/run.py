@@ -2,6 +2,7 @@
 
     python benchmarks/run.py                   # everything; `make bench` runs this
     python benchmarks/run.py --only W1,W4      # some workloads
+    python benchmarks/run.py --only FFT        # issue 12's FFT convolution
     python benchmarks/run.py --budget 0.1      # quicker, noisier
     python benchmarks/run.py --threads 1       # one thread everywhere: steadier when busy
 
@@ -641,8 +642,22 @@ def bench_w6(b, d):
                 target="≥ 6×", limit=6.0, limit_kind="min")
 
 
+def bench_fft(b, d):
+    """Issue 12: an FFT convolution of two 1e5-point signals, grad against the forward."""
+    rune = b.rune
+    D = w.fft_data()
+    x, h = D["x"], D["h"]
+    fwd = b.row("FFT", f"FFT convolution of 2 x {w.FFT_N:,} points (rfft/irfft of "
+                       f"{w.FFT_PAD:,}), sum of squares: forward")
+    grad = b.row("FFT", "grad (w.r.t. both signals)", fwd=fwd)
+    b.cell(fwd, "rune")(lambda: lambda: w.fft_convolution_loss(x, h))
+    b.cell(grad, "rune")(lambda: (lambda g: lambda: g(x, h))(
+        rune.grad(w.fft_convolution_loss, argnums=(0, 1))))
+    b.ratio_row("FFT", "grad ÷ forward", grad, fwd)
+
+
 BENCHES = {"W1": bench_w1, "W2": bench_w2, "W3": bench_w3, "W4": bench_w4,
-           "W5": bench_w5, "W6": bench_w6}
+           "W5": bench_w5, "W6": bench_w6, "FFT": bench_fft}
 
 
 # --------------------------------------------------------------------------
@@ -905,7 +920,7 @@ def run_worker(args, group, merged):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--only", default="W1,W2,W3,W4,W5,W6",
+    ap.add_argument("--only", default="W1,W2,W3,W4,W5,W6,FFT",
                     help="comma-separated workloads (default: all)")
     ap.add_argument("--frameworks", default=",".join(PEERS),
                     help="comma-separated peers to compare (default: %(default)s)")

@@ -240,3 +240,24 @@ def torch_deep_block(W, x, depth):
     for _ in range(depth):
         x = torch.tanh(W @ x)
     return x
+
+
+# --------------------------------------------------------------------------
+# NumPy coverage workloads (issue 12): not in SPEC section 5, rune only
+# --------------------------------------------------------------------------
+
+FFT_N = 100_000       # points of each signal
+FFT_PAD = 2 ** 18     # the FFT length: >= 2 * FFT_N - 1, a power of two
+
+
+def fft_data(seed=0):
+    rng = np.random.default_rng(seed)
+    return {"x": rng.standard_normal(FFT_N), "h": rng.standard_normal(FFT_N) / FFT_N}
+
+
+def fft_convolution_loss(x, h, xp=np):
+    """The full linear convolution of two 1e5-point signals through rfft/irfft, squared
+    and summed: what an FFT filter in plain NumPy looks like."""
+    n = x.shape[0] + h.shape[0] - 1
+    y = xp.fft.irfft(xp.fft.rfft(x, FFT_PAD) * xp.fft.rfft(h, FFT_PAD), FFT_PAD)[:n]
+    return xp.sum(y * y)

@@ -25,7 +25,8 @@ LAYERS = {
     "rune.core": (),
     "rune.dispatch": ("rune.core",),
     "rune.primitives": ("rune.core", "rune.dispatch", "rune.primitives"),
-    "rune.numpy": ("rune.core", "rune.dispatch", "rune.primitives", "rune.numpy"),
+    "rune.numpy": ("rune.core", "rune.dispatch", "rune.primitives", "rune.numpy",
+                   "rune.numpy_api"),  # the view machinery (_mark_view), until rune.views
     "rune.scipy": ("rune.core", "rune.dispatch", "rune.primitives", "rune.numpy", "rune.scipy"),
 }
 

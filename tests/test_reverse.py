@@ -200,7 +200,7 @@ def test_unsupported_and_out_refused():
     with pytest.raises(NotImplementedError, match="out="):
         rune.grad(lambda x: np.sum(np.sin(x, out=np.empty(2))))(np.ones(2))
     with pytest.raises(NotImplementedError, match="grad"):
-        rune.grad(lambda x: np.sum(np.fft.fft(x).real))(np.ones(4))
+        rune.grad(lambda x: np.sum(np.polydiv(x, x[:2])[0]))(np.ones(4))
 
 
 def test_cotangent_mismatch_names_path():

@@ -8,7 +8,9 @@ implement (:func:`register_ufunc`), the NumPy surface registers the functions
 
 from __future__ import annotations
 
-from .core import Tracer, TracerConversionError
+import numpy as np
+
+from .core import Tracer, TracerConversionError, _np_asarray
 
 __all__ = ["UFUNCS", "FUNCTIONS", "REDUCE", "ACCUMULATE", "implements", "register_ufunc",
            "OutRefusedError", "NeedsPerExample", "transformation_name", "WRAPPED",
@@ -72,3 +74,23 @@ def _iter_tracers(obj, depth=0):
     elif isinstance(obj, dict) and depth < 3:
         for o in obj.values():
             yield from _iter_tracers(o, depth + 1)
+
+
+def contains_tracer(obj, depth=0):
+    """Whether ``obj`` is a traced value or a (nested) list or tuple holding one."""
+    if isinstance(obj, Tracer):
+        return True
+    if type(obj) in (list, tuple) and depth < 32:
+        return any(contains_tracer(o, depth + 1) for o in obj)
+    return False
+
+
+def asarray_traced(obj):
+    """A (possibly nested) list of values, some traced, as one traced array."""
+    if isinstance(obj, Tracer):
+        return obj
+    if type(obj) in (list, tuple):
+        if not contains_tracer(obj):
+            return _np_asarray(obj)
+        return np.stack([asarray_traced(o) for o in obj])
+    return obj

@@ -32,7 +32,9 @@ __all__ = ["UFUNCS", "FUNCTIONS", "implements", "register_ufunc", "install"]
 
 from .dispatch import (UFUNCS, FUNCTIONS, REDUCE as _REDUCE, ACCUMULATE as _ACCUMULATE,  # noqa: F401
                        implements, register_ufunc, OutRefusedError, transformation_name,
-                       _iter_tracers, WRAPPED, wrap_while_active)
+                       _iter_tracers, WRAPPED, wrap_while_active,
+                       contains_tracer as _contains_tracer,
+                       asarray_traced as _np_asarray_traced)
 
 
 # --------------------------------------------------------------------------
@@ -171,25 +173,6 @@ _np_asanyarray = np.asanyarray
 _np_array = np.array
 _np_ascontiguousarray = np.ascontiguousarray
 _np_asfortranarray = np.asfortranarray
-
-
-def _contains_tracer(obj, depth=0):
-    if isinstance(obj, Tracer):
-        return True
-    if type(obj) in (list, tuple) and depth < 32:
-        return any(_contains_tracer(o, depth + 1) for o in obj)
-    return False
-
-
-def _np_asarray_traced(obj):
-    """A (possibly nested) list of values, some traced, as one traced array."""
-    if isinstance(obj, Tracer):
-        return obj
-    if type(obj) in (list, tuple):
-        if not _contains_tracer(obj):
-            return _np_asarray(obj)
-        return np.stack([_np_asarray_traced(o) for o in obj])
-    return obj
 
 
 def _coerce(x, dtype, copy):

@@ -161,13 +161,34 @@ def normalize_einsum(spec, operands):
     return ",".join(new_ins + extra_ins) + "->" + out, ops + extra_ops
 
 
+def subscripts_from_sublists(operands):
+    """``(op, sublist, op, sublist, ..., [out])`` as ``(subscripts, op, op, ...)``: label
+    ``k`` is the letter NumPy gives it (A-Z, then a-z), so the implicit output order agrees."""
+    def letters(sub):
+        out = []
+        for k in sub:
+            if k is Ellipsis:
+                out.append("...")
+            elif isinstance(k, (int, np.integer)) and 0 <= k < 52:
+                out.append(chr(ord("A") + k) if k < 26 else chr(ord("a") + k - 26))
+            else:
+                raise ValueError(f"np.einsum: subscript {k!r} in a sublist is not an "
+                                 f"integer in [0, 52) or Ellipsis")
+        return "".join(out)
+    ops, subs = operands[0::2], operands[1::2]
+    spec = ",".join(letters(s) for s in subs[:len(ops)])
+    if len(operands) % 2:
+        ops = ops[:-1]
+        spec = ",".join(letters(s) for s in subs) + "->" + letters(operands[-1])
+    return (spec,) + tuple(ops)
+
+
 @implements(np.einsum)
 def einsum(*operands, out=None, optimize=False, **kwargs):
     if out is not None:
         raise OutRefusedError("np.einsum(..., out=...) is not supported on traced values")
     if not isinstance(operands[0], str):
-        raise NotImplementedError("np.einsum's interleaved (operand, sublist) form is not "
-                                  "supported on traced values; use a subscripts string")
+        operands = subscripts_from_sublists(operands)
     spec, ops = normalize_einsum(operands[0], operands[1:])
     ops = [o if isinstance(o, Tracer) else np.asarray(o) for o in ops]
     return einsum_p(*ops, spec=spec)
