@@ -258,3 +258,11 @@ def test_unsupported_options_name_scipys_function(call, match):
 def test_bad_inputs_name_scipys_function(call, match):
     with pytest.raises(ValueError, match=match):
         rune.grad(lambda a: np.sum(call(a)))(square((3, 3)))
+
+
+def test_gaussian_process_example_runs(capsys):
+    import pathlib
+    import runpy
+    path = pathlib.Path(__file__).resolve().parent.parent / "examples" / "gaussian_process_scipy.py"
+    runpy.run_path(str(path), run_name="__main__")
+    assert "finite differences" in capsys.readouterr().out
