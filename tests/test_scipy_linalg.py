@@ -266,3 +266,13 @@ def test_gaussian_process_example_runs(capsys):
     path = pathlib.Path(__file__).resolve().parent.parent / "examples" / "gaussian_process_scipy.py"
     runpy.run_path(str(path), run_name="__main__")
     assert "finite differences" in capsys.readouterr().out
+
+
+def test_docstring_examples_run():
+    import doctest
+    import scipy.signal  # noqa: F401  (so the first transformation imports both surfaces)
+    import rune.scipy.linalg
+    import rune.scipy.signal
+    for module in (rune.scipy.linalg, rune.scipy.signal):
+        result = doctest.testmod(module)
+        assert result.attempted and not result.failed, module.__name__

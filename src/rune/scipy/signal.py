@@ -12,7 +12,7 @@ import convolve``) see these in place of SciPy's functions when an argument is t
 >>> import numpy as np, scipy.signal, rune
 >>> k = np.array([1.0, 2.0, 1.0])
 >>> rune.grad(lambda x: np.sum(scipy.signal.convolve(x, k, mode="same") ** 2))(np.ones(3))
-array([14., 20., 14.])
+array([20., 28., 20.])
 """
 
 from __future__ import annotations
