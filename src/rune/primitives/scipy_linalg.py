@@ -11,10 +11,11 @@ the user's code has imported ``scipy.linalg``.
 * ``trisolve``: ``x = A^{-1} b`` with ``A`` triangular (only its triangle is read, and
   with ``unit`` its diagonal is taken as ones):
   ``dx = A^{-1} (db - tri(dA) x)``; ``grad_b = A^{-T} ct``, ``grad_A = -tri(grad_b x^T)``.
-* ``lu``: ``A[perm] = L U`` (partial pivoting, square ``A``), returned as SciPy's packed
-  ``lu`` with LAPACK's ``piv`` and the row permutation ``perm``.  With
-  ``X = L^{-1} dA[perm] U^{-1}``: ``dL = L stril(X)``, ``dU = triu(X) U`` (Walter & Lehmann
-  2012); the pivots are locally constant.
+* ``lu``: ``A[perm] = L U`` (partial pivoting), returned as SciPy's packed ``lu`` with
+  LAPACK's ``piv`` and the row permutation ``perm``.  With ``X = L^{-1} dA[perm] U^{-1}``:
+  ``dL = L stril(X)``, ``dU = triu(X) U`` (Walter & Lehmann 2012; a rectangular ``A`` has
+  ``L`` and ``U`` completed to square with identity blocks); the pivots are locally
+  constant.
 * ``expm``, ``sqrtm``, ``logm``: for a primary matrix function ``f``, the Fréchet derivative
   is the upper right block of ``f([[A, E], [0, A]])`` (Higham 2008, Theorem 3.6), and its
   transpose under ``sum(G * L(A, E))`` is ``L(A^T, G)`` (``f(A^T) = f(A)^T``), so both rules
@@ -100,14 +101,14 @@ trisolve_p = Primitive(
 # LU with partial pivoting (square)
 # --------------------------------------------------------------------------
 
-def _perm_from_piv(piv):
-    """LAPACK's row interchanges (``piv``, stacked) as the permutation ``perm`` with
-    ``A[perm] = L U``."""
+def _perm_from_piv(piv, m=None):
+    """LAPACK's row interchanges (``piv``, stacked) as the permutation ``perm`` of the
+    ``m`` rows with ``A[perm] = L U``."""
     piv = np.asarray(piv)
-    n = piv.shape[-1]
-    perm = np.broadcast_to(np.arange(n), piv.shape).copy()
-    flat_perm = perm.reshape(-1, n)
-    for row, p in zip(flat_perm, piv.reshape(-1, n)):
+    k = piv.shape[-1]
+    m = k if m is None else m
+    perm = np.broadcast_to(np.arange(m), piv.shape[:-1] + (m,)).copy()
+    for row, p in zip(perm.reshape(-1, m), piv.reshape(-1, k)):
         for i, j in enumerate(p):
             row[i], row[j] = row[j], row[i]
     return perm
@@ -116,13 +117,22 @@ def _perm_from_piv(piv):
 def _lu_impl(a):
     lu, piv = _sla.lu_factor(a)
     piv = np.asarray(piv, dtype=np.int32)
-    return lu, piv, _perm_from_piv(piv)
+    return lu, piv, _perm_from_piv(piv, a.shape[-2])
 
 
 def _lu_parts(lu):
-    n = lu.shape[-1]
-    lower = tri(lu, True, 1) + np.eye(n, dtype=np.dtype(lu.dtype.char.lower()))
-    return lower, tri(lu, False)
+    """``L`` (m x m, unit lower) and ``U`` (n x n, upper) of a packed ``lu`` (m x n), each
+    made square with an identity block (Walter & Lehmann's rectangular case, as in JAX)."""
+    m, n = lu.shape[-2:]
+    k = min(m, n)
+    dt = np.dtype(lu.dtype.char.lower())
+    low = tri(lu[..., :, :k], True, 1)
+    up = tri(lu[..., :k, :], False)
+    if m > k:
+        low = low @ np.eye(k, m, dtype=dt)
+    if n > k:
+        up = np.eye(n, k, dtype=dt) @ up + np.diag((np.arange(n) >= k).astype(dt))
+    return low + np.eye(m, dtype=dt), up
 
 
 def _right_solve_upper(y, u):

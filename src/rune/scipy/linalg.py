@@ -174,10 +174,6 @@ def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_
 
 def _lu(name, a, check_finite):
     a = _matrix(name, a, check_finite, square=False)
-    if a.shape[-1] != a.shape[-2]:
-        raise NotImplementedError(
-            f"scipy.linalg.{name} of a non-square matrix (shape {tuple(a.shape)}) is not "
-            f"supported on traced values; only square matrices are")
     return a, lu_p(a)
 
 
@@ -188,8 +184,11 @@ def lu_factor(a, overwrite_a=False, check_finite=True):
 
 
 def _split(packed):
-    n = packed.shape[-1]
-    return tri(packed, True, 1) + _eye(n, packed), tri(packed, False)
+    """``L`` (m x k, unit lower) and ``U`` (k x n, upper) of a packed ``lu``, k = min(m, n)."""
+    m, n = packed.shape[-2:]
+    k = min(m, n)
+    return tri(packed[..., :, :k], True, 1) + np.eye(m, k, dtype=np.dtype(packed.dtype.char.lower())), \
+        tri(packed[..., :k, :], False)
 
 
 def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
@@ -199,7 +198,7 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
     except (TypeError, ValueError):
         raise ValueError("scipy.linalg.lu_solve: lu_and_piv must be the (lu, piv) tuple "
                          "that lu_factor returns") from None
-    packed = _matrix("lu_solve", packed, check_finite)
+    packed = _matrix("lu_solve", packed, check_finite)     # (square, as in SciPy)
     b, vector = _rhs("lu_solve", packed, b, check_finite)
     trans = _trans("lu_solve", trans)
     perm = piv_to_perm_p(stop_leaf(piv) if isinstance(piv, Tracer) else np.asarray(piv))
@@ -221,8 +220,8 @@ def lu(a, permute_l=False, overwrite_a=False, check_finite=True, p_indices=False
         return take_rows(low, iperm), up
     if p_indices:
         return iperm, low, up
-    n = a.shape[-1]
-    p = np.expand_dims(stop_leaf(perm), -2) == np.expand_dims(np.arange(n), -1)
+    m = a.shape[-2]
+    p = np.expand_dims(stop_leaf(perm), -2) == np.expand_dims(np.arange(m), -1)
     p = p.astype(np.dtype(a.dtype.char.lower()))
     return p, low, up
 
