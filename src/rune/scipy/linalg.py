@@ -187,8 +187,8 @@ def _split(packed):
     """``L`` (m x k, unit lower) and ``U`` (k x n, upper) of a packed ``lu``, k = min(m, n)."""
     m, n = packed.shape[-2:]
     k = min(m, n)
-    return tri(packed[..., :, :k], True, 1) + np.eye(m, k, dtype=np.dtype(packed.dtype.char.lower())), \
-        tri(packed[..., :k, :], False)
+    unit = np.eye(m, k, dtype=np.dtype(packed.dtype.char.lower()))
+    return tri(packed[..., :, :k], True, 1) + unit, tri(packed[..., :k, :], False)
 
 
 def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
