@@ -1,7 +1,7 @@
 """``scipy.linalg`` on traced values, with SciPy's values and conventions.
 
 While a transformation is active, SciPy's modules see these functions in place of
-SciPy's own (registered with :func:`rune.numpy_api.wrap_while_active`); each calls
+SciPy's own (registered with :func:`rune.dispatch.wrap_while_active`); each calls
 rune's implementation when an argument is traced and SciPy's function otherwise.  The
 user's code is unchanged: ``rune.grad(f)`` of an ``f`` that calls
 ``scipy.linalg.cho_solve`` just works.  This module is imported (and SciPy with it) only

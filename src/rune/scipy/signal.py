@@ -22,7 +22,7 @@ import operator
 import numpy as np
 
 from ..core import Tracer
-from ..numpy_api import wrap_while_active
+from ..dispatch import wrap_while_active
 from ..primitives.scipy_signal import conv_p
 from .linalg import traced_or_original
 
