@@ -177,7 +177,7 @@ lu_p = Primitive("lu", _lu_impl, jvp=(_lu_jvp,), vjp=(_lu_vjp,), multiple_result
 # Matrix functions: the Fréchet derivative from a block matrix
 # --------------------------------------------------------------------------
 
-def _norm1(x):
+def _max_abs(x):
     v, _ = _peek(x)
     v = np.abs(np.asarray(v))
     return float(np.max(v)) if v.size else 0.0
@@ -190,7 +190,7 @@ def frechet(prim, a, e):
     exact whatever its value; it only keeps the block matrix balanced).
     """
     n = a.shape[-1]
-    na, ne = _norm1(a), _norm1(e)
+    na, ne = _max_abs(a), _max_abs(e)
     s = na / ne if na > 0 and ne > 0 else 1.0
     dtype = np.result_type(a.dtype, e.dtype)
     zero = np.zeros(tuple(a.shape), dtype=dtype)
