@@ -20,6 +20,7 @@ Rule modules register entries with :func:`register_ufunc` and
 from __future__ import annotations
 
 import copy as _copy
+import importlib
 import sys
 import weakref
 
@@ -237,10 +238,20 @@ _PATCH = {"asarray": (_np_asarray, _asarray),
 
 
 _sites = []          # (module dict, name, original, patched)
-_sites_seen = [None]  # (len(sys.modules), len(_LAZY)) when _sites was computed
+_sites_seen = [None]  # _sites_key() when _sites was computed
 
 
 _LAZY = WRAPPED      # (module name, attribute, make_wrapper), see wrap_while_active
+# rune's SciPy surfaces, imported (they register with wrap_while_active) once the user's
+# code has imported the SciPy module: SciPy stays optional and out of ``import rune``
+_SCIPY_SURFACES = {"scipy.linalg": "rune.scipy.linalg", "scipy.signal": "rune.scipy.signal"}
+
+
+def _sites_key():
+    """What the places to patch depend on: the modules, the registrations, and the names
+    of ``__main__`` (a script's or a notebook's ``from scipy.linalg import ...``)."""
+    main = getattr(sys.modules.get("__main__"), "__dict__", None)
+    return len(sys.modules), len(_LAZY), len(main) if main is not None else 0
 
 
 def _lists_of_traced(orig, np_func=None):
@@ -259,29 +270,47 @@ def _lists_of_traced(orig, np_func=None):
 
 def _coercion_sites():
     """Every place in NumPy's own modules (and ``numpy`` itself) that holds one of the
-    coercion functions, so NumPy's pure-Python implementations see traced values too."""
-    key = (len(sys.modules), len(_LAZY))
-    if _sites_seen[0] != key:
+    coercion functions, so NumPy's pure-Python implementations see traced values too, and
+    every place that holds one of SciPy's functions that rune registered."""
+    if _sites_seen[0] != _sites_key():
+        for module, surface in list(_SCIPY_SURFACES.items()):
+            if module in sys.modules:
+                del _SCIPY_SURFACES[module]
+                importlib.import_module(surface)
         for module, attr, make_wrapper in _LAZY:
             mod = sys.modules.get(module)
             if mod is not None and attr not in _PATCH:
                 orig = getattr(mod, attr)
                 _PATCH[attr] = (orig, make_wrapper(orig))
         by_id = {id(orig): patched for orig, patched in _PATCH.values()}
+        # SciPy's functions are replaced in the module they are registered for
+        # (``scipy.linalg``) and wherever a module outside SciPy holds them (the user's,
+        # after ``from scipy.linalg import cho_solve``), not in SciPy's internal modules
+        # (each place costs time at every transformation's start); NumPy's coercion
+        # functions in NumPy's own modules
+        scipy_attrs = {attr for module, attr, _ in _LAZY if module.startswith("scipy")
+                       and attr in _PATCH}
+        scipy_public = {module for module, _, _ in _LAZY if module.startswith("scipy")}
+        all_attrs = set(_PATCH)
         found = []
         for name, mod in list(sys.modules.items()):
-            if mod is None or not (name == "numpy" or name.startswith("numpy.")) \
-                    or name == "numpy._core._multiarray_umath":
+            if mod is None or name == "numpy._core._multiarray_umath":
                 continue
+            if name == "numpy" or name.startswith("numpy."):
+                attrs = all_attrs
+            elif name.startswith("scipy.") and name not in scipy_public:
+                continue
+            else:
+                attrs = scipy_attrs
             d = getattr(mod, "__dict__", None)
-            if not d:
+            if not d or not attrs:
                 continue
-            for attr in _PATCH:
+            for attr in d.keys() & attrs:     # (one C-level lookup per attribute)
                 v = d.get(attr)
                 if v is not None and id(v) in by_id:
                     found.append((d, attr, v, by_id[id(v)]))
         _sites[:] = found
-        _sites_seen[0] = key
+        _sites_seen[0] = _sites_key()
     return _sites
 
 
