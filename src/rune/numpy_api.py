@@ -230,6 +230,10 @@ def _asfortranarray(a, dtype=None, *args, **kwargs):
     return _np_asfortranarray(a, dtype, *args, **kwargs)
 
 
+# (module, attribute) -> (original, wrapper) for what wrap_while_active registered: keyed by
+# module too, since two modules may register the same name (numpy's and scipy's convolve)
+_LAZY_PATCH: dict = {}
+
 _PATCH = {"asarray": (_np_asarray, _asarray),
           "asanyarray": (_np_asanyarray, _asanyarray),
           "array": (_np_array, _array),
@@ -279,19 +283,19 @@ def _coercion_sites():
                 importlib.import_module(surface)
         for module, attr, make_wrapper in _LAZY:
             mod = sys.modules.get(module)
-            if mod is not None and attr not in _PATCH:
+            if mod is not None and (module, attr) not in _LAZY_PATCH:
                 orig = getattr(mod, attr)
-                _PATCH[attr] = (orig, make_wrapper(orig))
-        by_id = {id(orig): patched for orig, patched in _PATCH.values()}
+                _LAZY_PATCH[module, attr] = (orig, make_wrapper(orig))
+        by_id = {id(orig): patched for orig, patched in
+                 list(_PATCH.values()) + list(_LAZY_PATCH.values())}
         # SciPy's functions are replaced in the module they are registered for
         # (``scipy.linalg``) and wherever a module outside SciPy holds them (the user's,
         # after ``from scipy.linalg import cho_solve``), not in SciPy's internal modules
         # (each place costs time at every transformation's start); NumPy's coercion
         # functions in NumPy's own modules
-        scipy_attrs = {attr for module, attr, _ in _LAZY if module.startswith("scipy")
-                       and attr in _PATCH}
+        scipy_attrs = {attr for module, attr in _LAZY_PATCH if module.startswith("scipy")}
         scipy_public = {module for module, _, _ in _LAZY if module.startswith("scipy")}
-        all_attrs = set(_PATCH)
+        all_attrs = set(_PATCH) | {attr for _, attr in _LAZY_PATCH}
         found = []
         for name, mod in list(sys.modules.items()):
             if mod is None or name == "numpy._core._multiarray_umath":

@@ -53,7 +53,7 @@ def _conv_batch(args, bdims, axes):
 
 
 conv_p = Primitive(
-    "convolve", _conv_impl,
+    "convolve_nd", _conv_impl,
     jvp=(lambda t, out, a, b, axes: conv_p(t, b, axes=axes),
          lambda t, out, a, b, axes: conv_p(a, t, axes=axes)),
     vjp=(lambda ct, out, a, b, axes: _cross(ct, b, a.shape, axes),
