@@ -45,6 +45,82 @@ PER_EXAMPLE = {"np.nonzero", "np.flatnonzero", "np.argwhere", "np.compress", "np
                "np.place", "np.putmask", "np.delete", "np.insert"}
 
 
+# NumPy's whole public API, classified (issue 12).  Functions rune has no handler for fall
+# in one of these sets or are "missing"; tests/test_numpy_coverage.py checks every name of
+# PYTHON_IMPL against finite differences and keeps the classification complete.
+PYTHON_IMPL = {  # NumPy's own Python code runs on traced values, derivatives checked
+    "np.append", "np.apply_over_axes", "np.gradient", "np.i0", "np.poly", "np.polyadd",
+    "np.polyder", "np.polyint", "np.polysub", "np.polyfit", "np.real_if_close", "np.resize",
+    "np.rollaxis", "np.sort_complex", "np.trim_zeros", "np.unstack", "np.unwrap",
+    "np.asarray_chkfinite", "np.piecewise", "np.linalg.cross", "np.linalg.diagonal",
+    "np.linalg.matrix_transpose", "np.linalg.trace", "np.linalg.tensorinv", "np.fft.fftshift",
+    "np.fft.ifftshift", "np.asarray", "np.asanyarray", "np.array", "np.ascontiguousarray",
+    "np.asfortranarray",
+}
+INTEGER_RESULT = {  # boolean or integer results: no derivative, by definition
+    "np.allclose", "np.array_equal", "np.array_equiv", "np.isclose", "np.iscomplex",
+    "np.isreal", "np.isin", "np.digitize", "np.nanargmax", "np.nanargmin",
+    "np.ravel_multi_index", "np.unravel_index", "np.packbits", "np.unpackbits",
+    "np.diag_indices", "np.diag_indices_from", "np.tril_indices", "np.tril_indices_from",
+    "np.triu_indices", "np.triu_indices_from", "np.mask_indices", "np.indices", "np.ix_",
+}
+CONSTANT = {  # made from shapes and Python numbers: constants, nothing to differentiate
+    "np.arange", "np.empty", "np.eye", "np.identity", "np.ones", "np.zeros", "np.tri",
+    "np.full", "np.fromfunction", "np.fromiter", "np.bartlett", "np.blackman", "np.hamming",
+    "np.hanning", "np.kaiser", "np.fft.fftfreq", "np.fft.rfftfreq",
+}
+BY_NATURE = {  # input/output, text, dates, configuration, types: no derivative by nature
+    "np.array2string", "np.array_repr", "np.array_str", "np.base_repr", "np.binary_repr",
+    "np.busday_count", "np.busday_offset", "np.datetime_as_string", "np.datetime_data",
+    "np.format_float_positional", "np.format_float_scientific", "np.frombuffer", "np.fromfile",
+    "np.fromregex", "np.fromstring", "np.genfromtxt", "np.get_include", "np.get_printoptions",
+    "np.getbufsize", "np.geterr", "np.geterrcall", "np.info", "np.is_busday", "np.load",
+    "np.loadtxt", "np.printoptions", "np.save", "np.savetxt", "np.savez", "np.savez_compressed",
+    "np.set_printoptions", "np.setbufsize", "np.seterr", "np.seterrcall", "np.show_config",
+    "np.show_runtime", "np.test", "np.typename", "np.isdtype", "np.issubdtype",
+    "np.promote_types", "np.common_type", "np.mintypecode", "np.may_share_memory",
+    "np.shares_memory", "np.isfortran", "np.iterable", "np.isscalar", "np.from_dlpack",
+    "np.nested_iters", "np.einsum_path", "np.broadcast_shapes", "np.frompyfunc", "np.require",
+    "np.asmatrix", "np.bmat", "np.linalg.test", "np.fft.test",
+}
+
+
+def public_api():
+    """``(name, object)`` for every public function of ``np``, ``np.linalg`` and ``np.fft``."""
+    import types
+    out = []
+    for mod, prefix in ((np, "np."), (np.linalg, "np.linalg."), (np.fft, "np.fft.")):
+        for n in sorted(dir(mod)):
+            f = getattr(mod, n)
+            if n.startswith("_") or isinstance(f, (type, types.ModuleType)):
+                continue
+            if isinstance(f, np.ufunc) or callable(f):
+                out.append((prefix + n, f))
+    return out
+
+
+def classify():
+    """``{name: category}`` over NumPy's public API."""
+    table = {}
+    for name, f in public_api():
+        handler = UFUNCS.get(f) if isinstance(f, np.ufunc) else FUNCTIONS.get(f)
+        if handler is not None:
+            nondiff = (isinstance(handler, core.Primitive) and handler.nondiff) or \
+                name in NO_DERIVATIVE
+            table[name] = "covered, no derivative" if nondiff else "covered"
+        elif name in PYTHON_IMPL:
+            table[name] = "covered (NumPy's Python code)"
+        elif name in INTEGER_RESULT:
+            table[name] = "covered, no derivative"
+        elif name in CONSTANT:
+            table[name] = "constant"
+        elif name in BY_NATURE:
+            table[name] = "not differentiable by nature"
+        else:
+            table[name] = "missing"
+    return table
+
+
 def main():
     ufunc_rows = []
     for uf, handler in sorted(UFUNCS.items(), key=lambda kv: kv[0].__name__):
@@ -73,6 +149,19 @@ def main():
               "all any clip round dot ravel flatten squeeze swapaxes diagonal trace repeat "
               "take reshape transpose astype copy sort fill item tolist conj` and the "
               "attributes `shape ndim size dtype T mT real imag` work on traced values.", ""]
+    table = classify()
+    counts = {}
+    for cat in table.values():
+        counts[cat] = counts.get(cat, 0) + 1
+    lines += ["## NumPy's whole public API, classified\n",
+              "Every public function of `np`, `np.linalg` and `np.fft` (NumPy "
+              f"{np.__version__}): " + ", ".join(f"{n} {c}" for c, n in sorted(counts.items()))
+              + ".  *covered (NumPy's Python code)*: rune has no rule of its own, and NumPy's "
+              "implementation runs on traced values (its derivatives are checked by the test "
+              "suite); *constant*: made from shapes and numbers only.\n",
+              "| function | status |", "|---|---|"]
+    lines += [f"| `{n}` | {c} |" for n, c in sorted(table.items())]
+    lines.append("")
     out = pathlib.Path(__file__).with_name("supported.md")
     out.write_text("\n".join(lines))
     print(f"wrote {out} ({len(ufunc_rows)} ufunc entries, {len(funcs)} functions)")

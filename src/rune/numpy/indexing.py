@@ -352,3 +352,9 @@ def flatnonzero(a):
 @implements(np.argwhere)
 def argwhere(a):
     return np.stack(nonzero_p(a), axis=-1) if ndim(a) else np.zeros((int(bool(a)), 0), int)
+
+
+@implements(np.extract)
+def extract(condition, arr):
+    """``np.extract``: the elements of ``arr`` where ``condition`` holds, flattened."""
+    return np.ravel(arr)[np.ravel(condition).astype(bool)]

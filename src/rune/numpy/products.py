@@ -146,3 +146,13 @@ def vander(x, N=None, increasing=False):
 
 
 accept_traced_lists(np.convolve, np.correlate, np.kron, np.cross, np.vander)
+
+
+@implements(np.polymul)
+def polymul(a1, a2):
+    """The product of two polynomials (coefficients, highest power first): a convolution."""
+    if isinstance(a1, np.poly1d) or isinstance(a2, np.poly1d):
+        raise NotImplementedError("np.polymul of np.poly1d objects is not supported on traced "
+                                  "values; pass the coefficient arrays")
+    a1, a2 = (np.atleast_1d(a) for a in (a1, a2))
+    return np.convolve(a1, a2)
