@@ -13,7 +13,7 @@ from .core import TracerConversionError, BatchedControlFlowError, PerformanceWar
 from .reverse import grad, value_and_grad, vjp, stop_gradient
 from .forward import jvp
 from .batching import vmap
-from .jacobians import jacfwd, jacrev, hessian, hvp
+from .jacobians import jacfwd, jacrev, hessian, hvp, linearize, linear_transpose
 from .testing import check_grads
 from .checkpoint import checkpoint, remat
 from .custom import custom_vjp, custom_jvp
@@ -24,6 +24,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "grad", "value_and_grad", "vjp", "jvp", "vmap", "jacfwd", "jacrev", "hessian", "hvp",
+    "linearize", "linear_transpose",
     "stop_gradient", "check_grads", "tree", "checkpoint", "remat", "custom_vjp", "custom_jvp",
     "TracerConversionError", "BatchedControlFlowError", "PerformanceWarning",
 ]

@@ -176,6 +176,10 @@ class BatchTrace(Trace):
         return np.stack(outs), 0
 
 
+def _slice_axis(x, axis, start, stop):
+    return x[(slice(None),) * axis + (slice(start, stop),)]
+
+
 def _index_axis(x, axis, i):
     idx = (slice(None),) * axis + (i,)
     return x[idx]
@@ -204,19 +208,38 @@ def _leaf_shape(x):
     return np.shape(x)
 
 
-def vmap(f, in_axes=0, out_axes=0, axis_size=None, strict=False):
+def vmap(f, in_axes=0, out_axes=0, axis_size=None, strict=False, chunk_size=None):
     """Vectorize ``f`` over a batch axis of its arguments.
 
     ``in_axes`` is an int, ``None`` (not mapped) or a tree prefix of the
     arguments (a tuple with one entry per argument, a dict or dataclass per
-    record); ``out_axes`` likewise for the result.  Negative axes count from
-    the end.  ``axis_size`` gives the batch size when nothing is mapped.
+    record); keyword arguments are mapped over their axis 0.  ``out_axes``
+    likewise for the result.  Negative axes count from the end.  ``axis_size``
+    gives the batch size when nothing is mapped.
+
+    Python control flow on a batched value (``if x > 0``, ``float(x)``, a
+    boolean mask whose size depends on the data) cannot run on the whole
+    batch: vmap then runs ``f`` once per example and stacks the results, with
+    a :class:`rune.PerformanceWarning` suggesting ``np.where``; with
+    ``strict=True`` it raises :class:`rune.BatchedControlFlowError` instead.
+    ``chunk_size=k`` runs at most ``k`` examples at a time and concatenates
+    the results (bounded memory for big batches and Jacobians, as in
+    ``torch.func``).
+
+    Randomness: a ``np.random`` draw inside ``f`` happens once for the whole
+    batch, with the per-example shape, so every example sees the same numbers
+    (torch.func's ``randomness="same"``).  For different numbers per example,
+    draw them outside with the batch dimension and pass them in:
+    ``vmap(f)(xs, rng.standard_normal((len(xs),) + shape))``.
 
     >>> import numpy as np, rune
     >>> rune.vmap(lambda x, y: x @ y, in_axes=(0, None))(np.ones((3, 2)), np.ones(2))
     array([2., 2., 2.])
     """
     fn_name = getattr(f, "__name__", "f")
+    if chunk_size is not None and (not isinstance(chunk_size, int) or isinstance(
+            chunk_size, bool) or chunk_size < 1):
+        raise ValueError(f"vmap chunk_size must be a positive int or None, got {chunk_size!r}")
 
     def vmapped(*args, **kwargs):
         if kwargs:   # keyword arguments are mapped over their axis 0, as in JAX
@@ -228,8 +251,8 @@ def vmap(f, in_axes=0, out_axes=0, axis_size=None, strict=False):
                                  f"called with {n} positional argument(s)")
             g = lambda *a: f(*a[:n], **dict(zip(names, a[n:])))   # noqa: E731
             g.__name__ = fn_name
-            return vmap(g, tuple(axes) + (0,) * len(names), out_axes, axis_size, strict)(
-                *args, *kwargs.values())
+            return vmap(g, tuple(axes) + (0,) * len(names), out_axes, axis_size, strict,
+                        chunk_size)(*args, *kwargs.values())
         leaves, in_tree = tree_util.flatten(args)
         if isinstance(in_axes, list):
             axes_prefix = tuple(in_axes)
@@ -280,6 +303,8 @@ def vmap(f, in_axes=0, out_axes=0, axis_size=None, strict=False):
         elif axis_size is None:
             raise ValueError("vmap needs at least one mapped argument (in_axes not None) "
                              "or an explicit axis_size")
+        if chunk_size is not None and size > chunk_size:
+            return _chunked(leaves, in_tree, norm_axes, size)
         try:
             with new_trace(BatchTrace, size, strict, fn_name) as trace:
                 # Unmapped arrays are wrapped too (not batched), so that a function writing
@@ -376,6 +401,27 @@ def vmap(f, in_axes=0, out_axes=0, axis_size=None, strict=False):
             else:
                 outs.append(np.stack(col, axis=oa))
         return tree_util.unflatten(out_tree, unalias(outs, leaves))
+
+    def _chunked(leaves, in_tree, norm_axes, size):
+        """``chunk_size`` examples at a time (bounded memory, as torch.func's chunk_size),
+        the results concatenated along each output's batch axis."""
+        outs = []
+        axes_tree = tree_util.unflatten(in_tree, norm_axes)
+        for start in range(0, size, chunk_size):
+            part = [x if ax is None else _slice_axis(x, ax, start, start + chunk_size)
+                    for x, ax in zip(leaves, norm_axes)]
+            outs.append(vmap(f, axes_tree, out_axes, strict=strict)(
+                *tree_util.unflatten(in_tree, part)))
+        out_leaves, out_tree = tree_util.flatten(outs[0])
+        if _is_axis_leaf(out_axes):
+            oaxes = [out_axes] * len(out_leaves)
+        else:
+            oaxes = tree_util.broadcast_prefix(out_axes, outs[0], _is_axis_leaf, "out",
+                                               "vmap out_axes")
+        cols = zip(*[tree_util.leaves(o) for o in outs])
+        return tree_util.unflatten(out_tree, [
+            col[0] if oa is None else np.concatenate(col, axis=oa)
+            for col, oa in zip(cols, oaxes)])
 
     def _empty_batch(f, leaves, in_tree, norm_axes):
         """An empty batch has no example to run: run one of zeros for the output's

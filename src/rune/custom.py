@@ -591,6 +591,36 @@ class custom_jvp(_CustomFunction):
         self.jvp = rule
         return rule
 
+    def defjvps(self, *jvps):
+        """One rule per argument (JAX's ``defjvps``): ``jvp_i(t_i, out, *primals)`` is the
+        output's tangent due to argument ``i``'s tangent; ``None`` for an argument the
+        output does not depend on.  The tangents of all arguments are added.
+
+        >>> import numpy as np, rune
+        >>> f = rune.custom_jvp(lambda x, y: x * y)
+        >>> f.defjvps(lambda tx, out, x, y: tx * y, lambda ty, out, x, y: x * ty)
+        >>> rune.grad(f, argnums=(0, 1))(2.0, 3.0)
+        (3.0, 2.0)
+        """
+        if self.nondiff_argnums:
+            raise ValueError("defjvps does not combine with nondiff_argnums; use "
+                             "defjvp(rule) there")
+        fun = self.fun
+
+        def rule(primals, tangents):
+            if len(primals) != len(jvps):
+                raise ValueError(f"defjvps got {len(jvps)} rule(s) for a call with "
+                                 f"{len(primals)} argument(s)")
+            out = fun(*primals)
+            t_out = None
+            for jvp_i, t in zip(jvps, tangents):
+                if jvp_i is not None:
+                    c = jvp_i(t, out, *primals)
+                    t_out = c if t_out is None else t_out + c
+            return out, (tree_util.map(lambda o: o * 0, out) if t_out is None else t_out)
+
+        self.defjvp(rule)
+
     def __call__(self, *args, **kwargs):
         call = self._flatten_call(args, kwargs, self.jvp, "defjvp(rule)")
         if call is None:

@@ -16,7 +16,7 @@ from .batching import vmap
 from .forward import jvp
 from .reverse import vjp, grad, _argnums_tuple, _is_float_leaf, _wrap_name
 
-__all__ = ["jacfwd", "jacrev", "hessian", "hvp"]
+__all__ = ["jacfwd", "jacrev", "hessian", "hvp", "linearize", "linear_transpose"]
 
 
 def _shape(x):
@@ -70,8 +70,9 @@ def _copy_array(x):
     return x.copy() if type(x) is np.ndarray else x
 
 
-def jacrev(f, argnums=0, has_aux=False):
-    """The Jacobian of ``f`` by reverse mode (one pullback per output element, vmapped).
+def jacrev(f, argnums=0, has_aux=False, chunk_size=None):
+    """The Jacobian of ``f`` by reverse mode (one pullback per output element, vmapped;
+    ``chunk_size`` bounds how many at a time).
 
     >>> import numpy as np, rune
     >>> rune.jacrev(lambda x: x ** 2)(np.array([1.0, 2.0]))
@@ -86,7 +87,7 @@ def jacrev(f, argnums=0, has_aux=False):
         out_leaves, out_tree = tree_util.flatten(out)
         shapes = [_shape(o) for o in out_leaves]
         basis, sizes = _basis(shapes, [_dtype(o) for o in out_leaves])
-        cts = vmap(pullback)(tree_util.unflatten(out_tree, basis))
+        cts = vmap(pullback, chunk_size=chunk_size)(tree_util.unflatten(out_tree, basis))
         in_leaves, in_tree = tree_util.flatten(tuple(diff_args))
         ct_leaves = tree_util.leaves(cts)
         per_out = []
@@ -110,8 +111,9 @@ def jacrev(f, argnums=0, has_aux=False):
     return jacfun
 
 
-def jacfwd(f, argnums=0, has_aux=False):
-    """The Jacobian of ``f`` by forward mode (one JVP per input element, vmapped).
+def jacfwd(f, argnums=0, has_aux=False, chunk_size=None):
+    """The Jacobian of ``f`` by forward mode (one JVP per input element, vmapped;
+    ``chunk_size`` bounds how many at a time).
 
     >>> import numpy as np, rune
     >>> rune.jacfwd(lambda x: np.sin(x))(np.array([0.0]))
@@ -137,7 +139,7 @@ def jacfwd(f, argnums=0, has_aux=False):
             return jvp(g, diff_args, tangents)[1]
 
         if n:
-            pushed = vmap(push)(*basis)
+            pushed = vmap(push, chunk_size=chunk_size)(*basis)
             out_tree = tree_util.structure(pushed)
             t_outs = tree_util.leaves(pushed)
             out_leaves = [t[0] for t in t_outs]     # shape and dtype of each output
@@ -174,15 +176,16 @@ def jacfwd(f, argnums=0, has_aux=False):
     return jacfun
 
 
-def hessian(f, argnums=0):
-    """The Hessian of a scalar ``f``: ``jacfwd(jacrev(f))``.
+def hessian(f, argnums=0, has_aux=False, chunk_size=None):
+    """The Hessian of a scalar ``f``: ``jacfwd(jacrev(f))``; with ``has_aux``, ``(H, aux)``.
 
     >>> import numpy as np, rune
     >>> rune.hessian(lambda x: np.sum(x ** 3))(np.array([1.0, 2.0]))
     array([[ 6.,  0.],
            [ 0., 12.]])
     """
-    h = jacfwd(jacrev(f, argnums), argnums)
+    h = jacfwd(jacrev(f, argnums, has_aux=has_aux, chunk_size=chunk_size), argnums,
+               has_aux=has_aux, chunk_size=chunk_size)
     _wrap_name(h, f, "hessian")
     return h
 
@@ -203,3 +206,39 @@ def hvp(f, primals, tangents):
     primals, tangents = tuple(primals), tuple(tangents)
     nums = tuple(range(len(primals)))
     return jvp(grad(f, argnums=nums), primals, tangents)
+
+
+def linearize(f, *primals):
+    """``(out, f_jvp)``: ``f``'s value at ``primals`` and its linear map
+    ``f_jvp(*tangents) = jvp(f, primals, tangents)[1]``.  (rune runs eagerly, so each call
+    of ``f_jvp`` runs one forward pass; JAX's staged linearize does not.)
+
+    >>> import numpy as np, rune
+    >>> out, f_jvp = rune.linearize(np.sin, np.array([0.0, np.pi]))
+    >>> f_jvp(np.array([1.0, 1.0]))
+    array([ 1., -1.])
+    """
+    out = jvp(f, primals, tuple(tree_util.map(np.zeros_like, p) if not isinstance(
+        p, (float, complex)) else 0.0 * p for p in primals))[0]
+
+    def f_jvp(*tangents):
+        if len(tangents) != len(primals):
+            raise ValueError(f"the linearized function takes {len(primals)} tangent(s), one "
+                             f"per primal, got {len(tangents)}")
+        return jvp(f, primals, tangents)[1]
+
+    return out, f_jvp
+
+
+def linear_transpose(f, *primals):
+    """The transpose of a linear ``f``: ``f_t(ct)`` is a tuple with one cotangent per
+    argument (``primals`` give the arguments' shapes and dtypes; their values do not
+    matter since ``f`` is linear).
+
+    >>> import numpy as np, rune
+    >>> A = np.array([[1.0, 2.0], [3.0, 4.0]])
+    >>> rune.linear_transpose(lambda x: A @ x, np.zeros(2))(np.array([1.0, 0.0]))[0]
+    array([1., 2.])
+    """
+    _, pullback = vjp(f, *primals)
+    return pullback

@@ -22,7 +22,8 @@ import collections
 import dataclasses
 
 __all__ = ["flatten", "unflatten", "leaves", "structure", "map", "register",
-           "TreeDef", "flatten_with_paths", "leaf_paths"]
+           "TreeDef", "flatten_with_paths", "leaf_paths", "map_with_path", "leaves_with_path",
+           "reduce", "transpose"]
 
 
 class _NodeType:
@@ -182,19 +183,24 @@ def _hashable(aux):
 _LEAF_DEF = TreeDef(None, None, ())
 
 
-def flatten(tree):
-    """``(leaves, treedef)``: the leaves in order and what rebuilds the tree."""
+def flatten(tree, is_leaf=None):
+    """``(leaves, treedef)``: the leaves in order and what rebuilds the tree.
+
+    ``is_leaf(node) -> bool``, if given, stops the flattening at the nodes it accepts (as
+    JAX's ``is_leaf``): ``flatten(((1, 2), 3), is_leaf=lambda t: type(t) is tuple and
+    len(t) == 2 and t[1] == 2)`` has the leaves ``[(1, 2), 3]``.
+    """
     leaves = []
-    return leaves, _flatten(tree, leaves)
+    return leaves, _flatten(tree, leaves, is_leaf)
 
 
-def _flatten(tree, leaves):
+def _flatten(tree, leaves, is_leaf=None):
     node = _node_type(type(tree))
-    if node is _LEAF:
+    if node is _LEAF or (is_leaf is not None and is_leaf(tree)):
         leaves.append(tree)
         return _LEAF_DEF
     children, aux = node.flatten(tree)
-    return TreeDef(type(tree), aux, tuple(_flatten(c, leaves) for c in children))
+    return TreeDef(type(tree), aux, tuple(_flatten(c, leaves, is_leaf) for c in children))
 
 
 def unflatten(treedef, leaves):
@@ -218,16 +224,16 @@ def _unflatten(treedef, it):
     return _registry[treedef.node_cls].unflatten(treedef.aux, children)
 
 
-def leaves(tree):
+def leaves(tree, is_leaf=None):
     """The leaves of ``tree``, in order."""
     out = []
-    _flatten(tree, out)
+    _flatten(tree, out, is_leaf)
     return out
 
 
-def structure(tree):
+def structure(tree, is_leaf=None):
     """The :class:`TreeDef` of ``tree``."""
-    return _flatten(tree, [])
+    return _flatten(tree, [], is_leaf)
 
 
 def leaf_paths(treedef, root=""):
@@ -284,20 +290,27 @@ def check_same(a, b, root="", what="trees"):
         raise ValueError(f"{what} have different structures: {_mismatch(a, b, root)}")
 
 
-def map(f, tree, *rest):
+def map(f, tree, *rest, is_leaf=None):
     """Apply ``f`` to the leaves of ``tree`` (and the matching leaves of ``rest``).
 
     >>> import rune
     >>> rune.tree.map(lambda a, b: a + b, {"x": 1, "y": (2,)}, {"x": 10, "y": (20,)})
     {'x': 11, 'y': (22,)}
     """
-    lv, td = flatten(tree)
+    lv, td = flatten(tree, is_leaf)
+    others = _matching_leaves(td, rest, is_leaf, "rune.tree.map")
+    return unflatten(td, [f(*xs) for xs in zip(lv, *others)])
+
+
+def _matching_leaves(td, rest, is_leaf, what):
     others = []
     for r in rest:
-        rl, rd = flatten(r)
-        check_same(td, rd, "tree", "the trees given to rune.tree.map")
+        rl, rd = flatten(r, is_leaf)
+        check_same(td, rd, "tree", f"the trees given to {what}")
         others.append(rl)
-    return unflatten(td, [f(*xs) for xs in zip(lv, *others)])
+    return others
+
+
 
 
 def broadcast_prefix(prefix, tree, is_leaf_prefix, root="", what="prefix"):
@@ -339,3 +352,7 @@ def _node_keys_text(obj, node, aux, ch):
     if isinstance(obj, dict):
         return f"keys {list(obj)}"
     return type(obj).__name__
+
+
+# JAX's tree utilities beyond the core (one module, so that the core reads in an hour)
+from ._tree_extras import map_with_path, leaves_with_path, reduce, transpose  # noqa: E402
