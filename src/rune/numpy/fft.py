@@ -23,6 +23,7 @@ import numpy as np
 
 from ..core import Tracer, rank
 from ..dispatch import implements, OutRefusedError
+from ..primitives._util import normalize_axis
 from ..primitives.fft import fft_p, rfft_p, irfft_p, dual_norm
 from ._lists import accept_traced_lists
 
@@ -45,11 +46,7 @@ def _check(name, a, norm, out):
 
 
 def _axis(name, axis, nd):
-    axis = operator.index(axis)
-    if not -nd <= axis < nd:
-        raise np.exceptions.AxisError(f"np.fft.{name}: axis {axis} is out of bounds for an "
-                                      f"array of dimension {nd}")
-    return axis % nd
+    return normalize_axis(axis, nd, what=f"np.fft.{name}: axis")
 
 
 def _points(name, n):
