@@ -105,15 +105,6 @@ ERRORS = [
 ]
 
 
-# Boundary cases whose fix is landing with the transformation-boundary work (api_util);
-# listed so that the sweep runs them, and strict so that each is removed when it passes.
-PENDING = {"grad-str-arg", "grad-object-dtype", "tree-unflatten-str",
-           "tree-register-not-callable", "argnums-float", "vmap-axis-size-str",
-           "check-grads-order-0", "check-grads-bad-mode"}
-ERRORS = [pytest.param(*c, id=c[0], marks=[pytest.mark.xfail(strict=True, reason="pending")]
-                       if c[0] in PENDING else []) for c in ERRORS]
-
-
 @pytest.mark.parametrize("case,thunk,words", ERRORS)
 def test_bad_input_is_a_clear_error(case, thunk, words):
     before = X.copy()

@@ -19,9 +19,21 @@ from __future__ import annotations
 import numpy as np
 
 from . import tree as tree_util
-from .reverse import unalias
-from .core import (Trace, Tracer, new_trace, bind, warn_once, rank, stop_leaf,
-                   BatchedControlFlowError, tracer_class_pair, to_plain_array)
+from .api_util import check_leaves, unalias
+from .api_util import shape_of as _leaf_shape
+from .calls import bind_call, leaked
+from .core import (
+    BatchedControlFlowError,
+    Trace,
+    Tracer,
+    bind,
+    new_trace,
+    rank,
+    stop_leaf,
+    to_plain_array,
+    tracer_class_pair,
+    warn_once,
+)
 from .dispatch import NeedsPerExample
 
 __all__ = ["vmap", "moveaxis_to", "NeedsPerExample"]
@@ -163,6 +175,17 @@ class BatchTrace(Trace):
             return tuple(BatchTracer(o, b, self) for o, b in zip(out, out_bdim))
         return BatchTracer(out, out_bdim, self)
 
+    def process_call(self, call, args):
+        """A call-like construct (see :mod:`rune.calls`): the same call with every
+        function vectorized (``call.batched``), handed one level down."""
+        vals, bdims = self.unwrap(args)
+        if all(b is None for b in bdims):
+            return bind_call(call, vals)
+        outs = bind_call(call.batched(bdims, self), vals)
+        if leaked(outs, self.level) is not None:
+            return call.leaked_outputs(self, args)
+        return tuple(BatchTracer(o, 0, self) for o in outs)
+
     def _loop(self, prim, vals, bdims, params):
         warn_once(("batch", prim.name),
                   f"{prim.name!r} has no batching rule; vmap runs it once per example in "
@@ -199,13 +222,20 @@ def _function_key(f):
 
 
 def _is_axis_leaf(a):
-    return a is None or isinstance(a, int)
+    return a is None or isinstance(a, (int, np.integer)) and not isinstance(a, bool)
 
 
-def _leaf_shape(x):
-    if isinstance(x, Tracer):
-        return x.shape
-    return np.shape(x)
+def _check_axes_tree(axes, what):
+    """Every leaf of an ``in_axes``/``out_axes`` tree is an int or None (TypeError)."""
+    if _is_axis_leaf(axes):
+        return
+    if isinstance(axes, list):
+        axes = tuple(axes)
+    for x in tree_util.leaves(axes):
+        if not _is_axis_leaf(x):
+            raise TypeError(f"vmap {what} must be an int, None, or a tree (tuple, dict, "
+                            f"...) of them, got {type(x).__name__} {x!r}"
+                            + ("" if x is axes else f" inside {axes!r}"))
 
 
 def vmap(f, in_axes=0, out_axes=0, axis_size=None, strict=False, chunk_size=None):
@@ -240,6 +270,16 @@ def vmap(f, in_axes=0, out_axes=0, axis_size=None, strict=False, chunk_size=None
     if chunk_size is not None and (not isinstance(chunk_size, int) or isinstance(
             chunk_size, bool) or chunk_size < 1):
         raise ValueError(f"vmap chunk_size must be a positive int or None, got {chunk_size!r}")
+    if axis_size is not None:
+        if isinstance(axis_size, (bool, np.bool_)) or not isinstance(axis_size,
+                                                                  (int, np.integer)):
+            raise TypeError(f"vmap axis_size must be an int or None, got "
+                            f"{type(axis_size).__name__} {axis_size!r}")
+        if axis_size < 0:
+            raise ValueError(f"vmap axis_size must be >= 0, got {axis_size}")
+        axis_size = int(axis_size)
+    _check_axes_tree(in_axes, "in_axes")
+    _check_axes_tree(out_axes, "out_axes")
 
     def vmapped(*args, **kwargs):
         if kwargs:   # keyword arguments are mapped over their axis 0, as in JAX
@@ -316,6 +356,7 @@ def vmap(f, in_axes=0, out_axes=0, axis_size=None, strict=False, chunk_size=None
                 if trace.branched is not None:      # the signal was caught by user code
                     raise trace.branched
                 out_leaves, out_tree = tree_util.flatten(result)
+                check_leaves(out_leaves, out_tree, "out", f"vmap({fn_name})")
                 placed = _place_outputs(out_leaves, out_tree, trace, size)
             return tree_util.unflatten(out_tree, unalias(placed, leaves))
         except _BatchedBranch as e:
@@ -343,7 +384,7 @@ def vmap(f, in_axes=0, out_axes=0, axis_size=None, strict=False, chunk_size=None
         else:
             oaxes = tree_util.broadcast_prefix(
                 out_axes, tree_util.unflatten(out_tree, out_leaves), _is_axis_leaf,
-                "out", "vmap out_axes")
+                "out", "vmap out_axes", of="output")
         outs = []
         for k, (o, oa) in enumerate(zip(out_leaves, oaxes)):
             if isinstance(o, BatchTracer) and o._trace is trace:
@@ -382,6 +423,8 @@ def vmap(f, in_axes=0, out_axes=0, axis_size=None, strict=False, chunk_size=None
             ex = [e.copy() if type(e) is np.ndarray else e for e in ex]
             results.append(f(*tree_util.unflatten(in_tree, ex)))
         flat = [tree_util.flatten(r) for r in results]
+        for lv, td in flat:
+            check_leaves(lv, td, "out", f"vmap({fn_name})")
         out_tree = flat[0][1]
         for _, td in flat[1:]:
             tree_util.check_same(out_tree, td, "out",
@@ -391,7 +434,7 @@ def vmap(f, in_axes=0, out_axes=0, axis_size=None, strict=False, chunk_size=None
             oaxes = [out_axes] * n
         else:
             oaxes = tree_util.broadcast_prefix(out_axes, results[0], _is_axis_leaf, "out",
-                                               "vmap out_axes")
+                                               "vmap out_axes", of="output")
         outs = []
         for j in range(n):
             col = [fl[0][j] for fl in flat]
@@ -450,3 +493,13 @@ def vmap(f, in_axes=0, out_axes=0, axis_size=None, strict=False, chunk_size=None
     vmapped.__qualname__ = vmapped.__name__
     vmapped.__wrapped__ = f
     return vmapped
+
+
+def vmap_flat(fun, in_axes, size, strict, name):
+    """``fun`` (leaves -> tuple of leaves) vectorized over ``in_axes``; every output at axis 0."""
+    def per_example(*a):
+        return fun(*a)
+    per_example.__name__ = name
+    per_example.__wrapped__ = fun     # one-time warnings are keyed by the user's function
+    return vmap(per_example, in_axes=tuple(in_axes), out_axes=0, axis_size=size,
+                strict=strict)

@@ -8,7 +8,7 @@ cotangents back through that re-run.  The re-run computes the same
 operations on the same values in the same order, so gradients are the same
 bit for bit.
 
-``checkpoint`` is a function-level primitive (see :mod:`rune.custom`):
+``checkpoint`` is a function-level primitive (see :mod:`rune.calls`):
 
 * with no transformation active, ``f`` simply runs;
 * reverse mode runs ``f`` one level down (so it is not recorded at this
@@ -34,11 +34,14 @@ from __future__ import annotations
 import functools
 import types
 
-from . import core, tree as tree_util
+from . import core
+from . import tree as tree_util
+from .api_util import private_copies
+from .batching import vmap_flat
+from .calls import Call, bind_call
 from .core import Tracer, new_trace, warn_once
-from .custom import (Call, bind_call, leaked, private_copies, is_float, group_parents,
-                     record, rerun_pullback, vmap_flat)
 from .forward import ForwardTrace, ForwardTracer
+from .reverse import ReverseTrace, backward, seed_outputs
 
 __all__ = ["checkpoint", "remat"]
 
@@ -48,29 +51,23 @@ class CheckpointCall(Call):
 
     kind = "checkpoint"
 
-    def reverse(self, trace, args):
-        vals, parents = trace.unwrap(args)
-        outs = bind_call(self, private_copies(vals))   # one level down: nothing kept here
-        if leaked(outs, trace.level) is not None:
-            return self._inline(trace, args)
+    def reverse(self, trace, vals, groups):
+        outs = bind_call(self, vals)     # one level down: nothing of it is kept here
         fun = self.fun
-        keys, groups = group_parents(parents)
 
         def pull(ct_full, prevs):
             return rerun_pullback(fun, vals, groups, ct_full, prevs)
 
-        return record(trace, keys, outs, pull, parents)
+        return outs, pull
 
-    def forward(self, trace, args):
-        primals, tangents = trace.unwrap(args)
+    def forward(self, trace, primals, tangents):
+        """A checkpointed call of ``fun``'s JVP (primals, then the nonzero tangents)."""
         idx = [i for i, t in enumerate(tangents) if t is not None]
-        if not idx:
-            return bind_call(self, primals)
-        n = len(args)
+        n = len(primals)
         fun = self.fun
         info = {}
 
-        def jvp_fun(*xs):       # primals, then the tangents that are not zero
+        def jvp_fun(*xs):
             ins = list(xs[:n])
             with new_trace(ForwardTrace) as t:
                 for k, i in enumerate(idx):
@@ -91,27 +88,43 @@ class CheckpointCall(Call):
 
         jvp_fun.__name__ = self.name
         res = bind_call(CheckpointCall(jvp_fun, self.name),
-                        primals + [tangents[i] for i in idx])
-        if leaked(res, trace.level) is not None:
-            return self._inline(trace, args)
+                        list(primals) + [tangents[i] for i in idx])
         n_out = info["n"]
         tans = dict(zip(info["tpos"], res[n_out:]))
-        return tuple(ForwardTracer(o, tans.get(k), trace) if is_float(o) else o
-                     for k, o in enumerate(res[:n_out]))
+        return res[:n_out], [tans.get(k) for k in range(n_out)]
 
     def batched(self, bdims, trace):
-        return CheckpointCall(vmap_flat(self.fun, bdims, trace.size, trace, self.name),
+        return CheckpointCall(vmap_flat(self.fun, bdims, trace.size, trace.strict, self.name),
                               self.name)
 
     def leaked_outputs(self, trace, args):
-        return self._inline(trace, args)
-
-    def other(self, trace, args):
-        return tuple(self.fun(*args))
-
-    def _inline(self, trace, args):
+        """``fun`` closes over a traced value it was not given: run it inline."""
         _warn_hidden(self.name, trace.kind)
         return tuple(self.fun(*args))
+
+
+def rerun_pullback(fun, vals, groups, ct_full, prevs):
+    """Re-run ``fun`` on ``vals`` under a fresh reverse level and pull ``ct_full`` back.
+
+    Each group of arguments gets one input whose cotangent starts from the
+    running total in ``prevs``; returns the new totals.
+    """
+    with new_trace(ReverseTrace) as t:
+        ins = private_copies(vals)     # the re-run must not write into the caller's arrays
+        in_nodes = []
+        seeds = {}
+        for g, prev in zip(groups, prevs):
+            x = t.new_input(vals[g[0]])
+            for i in g:
+                ins[i] = x
+            in_nodes.append(x._node)
+            if prev is not None:
+                seeds[x._node] = prev
+        outs = fun(*ins)
+        if not seed_outputs(seeds, t, outs, ct_full):
+            return prevs
+    res = backward(t.tape, seeds)
+    return [res.get(n) for n in in_nodes]
 
 
 def _warn_hidden(name, kind):
@@ -158,14 +171,19 @@ def checkpoint(fun):
             leaves = extra + leaves
         state = {}
 
+        # flat_fun stays on the tape (the re-run in the backward pass): it must not hold
+        # the traced values fun closes over, or the tape would be kept alive in a cycle
+        # (node -> pull -> flat_fun -> fun's cells -> tracer -> trace -> tape)
+        plain = fun if make is None else None
+
         def flat_fun(*xs):
-            f = fun if make is None else make(xs[:n_extra])
+            f = plain if make is None else make(xs[:n_extra])
             a, kw = tree_util.unflatten(in_tree, xs[n_extra:])
             out_leaves, state["tree"] = tree_util.flatten(f(*a, **kw))
             return tuple(out_leaves)
 
         flat_fun.__name__ = name
-        flat_fun.__wrapped__ = fun
+        flat_fun.__wrapped__ = _function_key_holder(fun)
         outs = bind_call(CheckpointCall(flat_fun, name), leaves)
         return tree_util.unflatten(state["tree"], outs)
 
@@ -188,15 +206,18 @@ def _closure_inputs(fun):
         pos = [j for j, x in enumerate(lv) if isinstance(x, Tracer)]
         if not pos:
             return None
+        values = [lv[j] for j in pos]
+        lv = [None if isinstance(x, Tracer) else x for x in lv]   # make holds no tracer
+        func = fun.func
 
         def make_partial(new_values):
             leaves = list(lv)
             for j, v in zip(pos, new_values):
                 leaves[j] = v
             args, keywords = tree_util.unflatten(td, leaves)
-            return functools.partial(fun.func, *args, **keywords)
+            return functools.partial(func, *args, **keywords)
 
-        return [lv[j] for j in pos], make_partial
+        return values, make_partial
     if not isinstance(fun, types.FunctionType):
         return None
     cells = fun.__closure__
@@ -215,6 +236,13 @@ def _closure_inputs(fun):
     if not found:
         return None
     values = [lv[j] for _, lv, _, pos in found for j in pos]
+    # make holds no traced value (nor fun, whose cells hold them): see checkpoint()
+    found = [(k, [None if isinstance(x, Tracer) else x for x in lv], td, pos)
+             for k, lv, td, pos in found]
+    traced = {k for k, _, _, _ in found}
+    cells = [None if k in traced else c for k, c in enumerate(cells)]
+    code, globals_, fname = fun.__code__, fun.__globals__, fun.__name__
+    defaults, kwdefaults = fun.__defaults__, fun.__kwdefaults__
 
     def make(new_values):
         it = iter(new_values)
@@ -224,9 +252,19 @@ def _closure_inputs(fun):
             for j in pos:
                 lv[j] = next(it)
             new_cells[k] = types.CellType(tree_util.unflatten(td, lv))
-        g = types.FunctionType(fun.__code__, fun.__globals__, fun.__name__,
-                               fun.__defaults__, tuple(new_cells))
-        g.__kwdefaults__ = fun.__kwdefaults__
+        g = types.FunctionType(code, globals_, fname, defaults, tuple(new_cells))
+        g.__kwdefaults__ = kwdefaults
         return g
 
     return values, make
+
+
+def _function_key_holder(fun):
+    """A stand-in for ``fun`` that carries what one-time warnings are keyed by (its code,
+    through wrappers) but none of its closure."""
+    f = fun
+    for _ in range(32):
+        if not hasattr(f, "__wrapped__"):
+            break
+        f = f.__wrapped__
+    return types.SimpleNamespace(__code__=getattr(f, "__code__", None) or id(fun))

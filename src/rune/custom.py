@@ -3,7 +3,8 @@
 Both are *function-level primitives*: one application of the decorated
 function is handed, like a primitive, to the highest transformation among
 its (flattened) arguments, and each transformation treats it in its own way
-(:func:`bind_call`, shared with :mod:`rune.checkpoint`):
+(see :mod:`rune.calls`: each trace's ``process_call`` asks the call kinds below,
+``VjpCall`` and ``JvpCall``, for what is particular to them):
 
 * no transformation: the function itself runs;
 * reverse mode (``grad``/``vjp``) runs the forward half on the unwrapped
@@ -28,230 +29,29 @@ import functools
 
 import numpy as np
 
-from . import core, tree as tree_util
-from .batching import BatchTrace, BatchTracer, vmap
-from .core import Tracer, new_trace, top_trace
-from .forward import ForwardTrace, ForwardTracer, _fit_tangent
-from .reverse import Node, ReverseTrace, ReverseTracer, backward, accumulate, _fit
+from . import api_util, core
+from . import tree as tree_util
+from .api_util import (
+    as_argnum,
+    broadcast_shape,
+    dtype_of,
+    fun_name,
+    is_diff_leaf,
+    private_copies,
+    shape_of,
+    zero_like,
+)
+from .batching import vmap, vmap_flat
+from .calls import Call, bind_call, closure_error, leaked
+from .core import Tracer, new_trace
+from .reverse import ReverseTrace, _fit, backward, seed_outputs
 
 __all__ = ["custom_vjp", "custom_jvp"]
 
 
 # --------------------------------------------------------------------------
-# Function-level primitives: dispatch and the pieces every kind shares
+# Under vmap
 # --------------------------------------------------------------------------
-
-class Call:
-    """One application of a function-level primitive to a flat list of leaves.
-
-    ``fun(*leaves) -> tuple of output leaves`` is the function itself;
-    subclasses say what each transformation does with it (``reverse``,
-    ``forward``, ``batch``).  Every method returns a tuple of output leaves.
-    """
-
-    kind = "function"
-
-    def __init__(self, fun, name):
-        self.fun = fun
-        self.name = name
-
-    def impl(self, args):
-        return tuple(self.fun(*args))
-
-    def batch(self, trace, args):
-        """Under vmap: the same call with every function vectorized, handed one level down."""
-        vals, bdims = trace.unwrap(args)
-        if all(b is None for b in bdims):
-            return bind_call(self, vals)
-        outs = bind_call(self.batched(bdims, trace), vals)
-        if leaked(outs, trace.level) is not None:
-            return self.leaked_outputs(trace, args)
-        return wrap_batched(trace, outs)
-
-    def leaked_outputs(self, trace, args):
-        raise _closure_error(self, trace)
-
-    def other(self, trace, args):
-        raise NotImplementedError(
-            f"{self.kind} function {self.name} cannot be used under a {trace.kind} "
-            f"(no rule for this transformation)")
-
-
-def bind_call(call, args):
-    """Hand ``call`` to the highest transformation among ``args`` (like ``core.bind``)."""
-    trace = top_trace(args, call.name)
-    if trace is None:
-        return call.impl(args)
-    if isinstance(trace, ReverseTrace):
-        return call.reverse(trace, args)
-    if isinstance(trace, ForwardTrace):
-        return call.forward(trace, args)
-    if isinstance(trace, BatchTrace):
-        return call.batch(trace, args)
-    return call.other(trace, args)
-
-
-def private_copies(values):
-    """``values`` with plain arrays copied: a function run on them one level down (the
-    user's code, unwrapped) must not be able to write into the caller's arrays."""
-    return [v.copy() if type(v) is np.ndarray else v for v in values]
-
-
-def leaked(values, level):
-    """The first value traced at ``level`` or above (the function closed over one), or None."""
-    for v in values:
-        if isinstance(v, Tracer) and v._trace.level >= level:
-            return v
-    return None
-
-
-def is_float(x):
-    dt = getattr(x, "dtype", None)
-    return dt is not None and dt.kind in "fc"
-
-
-def zeros_like(x):
-    """A zero of ``x``'s shape and dtype (traced like ``x`` when ``x`` is traced); None for
-    a leaf that is not a number or an array (a string, a function)."""
-    if isinstance(x, (bool, int, float, complex)):
-        return type(x)(0)
-    if hasattr(x, "dtype"):
-        return np.zeros_like(x)
-    return None
-
-
-class NodeRule:
-    """The VJP rule of the one tape node that stands for a whole function-level call.
-
-    The tape calls it as ``rule(ct, node, cts)`` (a whole-node rule, see
-    ``reverse.backward``): ``ct`` has one slot per floating output (None: no
-    cotangent), ``cts`` is the map of accumulated cotangents.  ``pull(ct_full,
-    prevs)`` gets the cotangents of all outputs and, for each distinct
-    parent, what has been accumulated for it so far, and returns each
-    parent's new total.  Handing the running total to ``pull`` lets a
-    re-run add its contributions in exactly the order the tape of the
-    unwrapped function would have, so ``checkpoint`` is exact bit for bit.
-    """
-
-    __slots__ = ("pull", "keys", "diff_pos", "n_out")
-
-    def __init__(self, pull, keys, diff_pos, n_out):
-        self.pull = pull
-        self.keys = keys
-        self.diff_pos = diff_pos
-        self.n_out = n_out
-
-    def __call__(self, ct, node, cts):
-        full = [None] * self.n_out
-        if type(ct) is list:
-            for j, k in enumerate(self.diff_pos):
-                full[k] = ct[j]
-        else:
-            full[self.diff_pos[0]] = ct
-        prevs = []
-        for pnode, pos in self.keys:
-            v = cts.get(pnode)
-            if pos is not None and v is not None:
-                v = v[pos]
-            prevs.append(v)
-        finals = self.pull(full, prevs)
-        for (pnode, pos), v in zip(self.keys, finals):
-            if v is None:
-                continue
-            if pos is None:
-                cts[pnode] = v
-            else:
-                slot = cts.get(pnode)
-                if slot is None:
-                    slot = cts[pnode] = [None] * len(pnode.out)
-                slot[pos] = v
-
-
-def group_parents(parents):
-    """``(keys, groups)``: the distinct ``(node, pos)`` among ``parents`` and, for each, the
-    indices of the arguments that are that value (``f(x, x)`` gives one group)."""
-    keys = []
-    groups = []
-    where = {}
-    for i, pnode, pos in parents:
-        key = (id(pnode), pos)
-        k = where.get(key)
-        if k is None:
-            where[key] = len(keys)
-            keys.append((pnode, pos))
-            groups.append([i])
-        else:
-            groups[k].append(i)
-    return keys, groups
-
-
-def record(trace, keys, outs, pull, parents):
-    """Record one tape node for ``outs`` (values one level down); return them wrapped."""
-    diff_pos = [k for k, o in enumerate(outs) if is_float(o)]
-    if not keys or not diff_pos:
-        return tuple(outs)
-    rule = NodeRule(pull, keys, diff_pos, len(outs))
-    node = Node(rule, (), None, tuple(outs[k] for k in diff_pos), tuple(parents))
-    trace.tape.append(node)
-    wrapped = list(outs)
-    for j, k in enumerate(diff_pos):
-        wrapped[k] = ReverseTracer(outs[k], trace, node, j)
-    return tuple(wrapped)
-
-
-def add_seed(seeds, x, c):
-    """Seed the cotangent ``c`` on the tape node behind the reverse tracer ``x``."""
-    accumulate(seeds, x._node, x._pos, c)
-
-
-def seed_outputs(seeds, t, outs, ct_full):
-    """Seed each output's cotangent on its node of the tape of ``t``; return how many."""
-    n = 0
-    for o, c in zip(outs, ct_full):
-        if c is not None and isinstance(o, ReverseTracer) and o._trace is t \
-                and o._node is not None:
-            add_seed(seeds, o, c)
-            n += 1
-    return n
-
-
-def rerun_pullback(fun, vals, groups, ct_full, prevs):
-    """Re-run ``fun`` on ``vals`` under a fresh reverse level and pull ``ct_full`` back.
-
-    Each group of arguments gets one input whose cotangent starts from the
-    running total in ``prevs``; returns the new totals.
-    """
-    with new_trace(ReverseTrace) as t:
-        ins = list(vals)
-        in_nodes = []
-        seeds = {}
-        for g, prev in zip(groups, prevs):
-            x = t.new_input(vals[g[0]])
-            for i in g:
-                ins[i] = x
-            in_nodes.append(x._node)
-            if prev is not None:
-                seeds[x._node] = prev
-        outs = fun(*ins)
-        if not seed_outputs(seeds, t, outs, ct_full):
-            return prevs
-    res = backward(t.tape, seeds)
-    return [res.get(n) for n in in_nodes]
-
-
-def vmap_flat(fun, in_axes, size, trace, name):
-    """``fun`` (leaves -> tuple of leaves) vectorized over ``in_axes``; every output at axis 0."""
-    def per_example(*a):
-        return fun(*a)
-    per_example.__name__ = name
-    per_example.__wrapped__ = fun     # one-time warnings are keyed by the user's function
-    return vmap(per_example, in_axes=tuple(in_axes), out_axes=0, axis_size=size,
-                strict=trace.strict)
-
-
-def wrap_batched(trace, outs):
-    return tuple(BatchTracer(o, 0, trace) for o in outs)
-
 
 def sum_or_move(c, bdim):
     """A cotangent with its batch axis first, put where the argument's batch axis is
@@ -272,48 +72,46 @@ class VjpCall(Call):
 
     kind = "custom_vjp"
 
-    def __init__(self, fun, fwd, bwd, name):
+    def __init__(self, fun, fwd, bwd, name, checked):
         super().__init__(fun, name)
         self.fwd = fwd
         self.bwd = bwd
+        self.checked = checked    # input signatures whose fwd outputs were checked
 
-    def reverse(self, trace, args):
-        vals, parents = trace.unwrap(args)
+    def reverse(self, trace, vals, groups):
         outs, res = self.fwd(*private_copies(vals))
-        if leaked(outs, trace.level) is not None or leaked(res, trace.level) is not None:
-            raise _closure_error(self, trace)
-        keys, groups = group_parents(parents)
-        bwd = self.bwd
+        if leaked(res, trace.level) is not None:
+            raise closure_error(self, trace)
+        self._check_fwd_outputs(vals, outs)
+        return outs, _vjp_pull(self.bwd, outs, res, vals, groups)
 
-        def pull(ct_full, prevs):
-            full = tuple(zeros_like(o) if c is None else c for o, c in zip(outs, ct_full))
-            cts = bwd(res, full)
-            totals = []
-            for g, acc in zip(groups, prevs):
-                for i in g:
-                    c = cts[i]
-                    if c is not None:
-                        c = _fit(c, vals[i])
-                        acc = c if acc is None else acc + c
-                totals.append(acc)
-            return totals
+    def _check_fwd_outputs(self, vals, outs):
+        """On the first call with inputs of these shapes and dtypes, run ``fun`` too: its
+        outputs and ``fwd``'s must agree in number, shape and kind."""
+        key = tuple((shape_of(v), str(dtype_of(v))) for v in vals)
+        if key in self.checked:
+            return
+        want = self.fun(*private_copies(vals))
+        got = [(shape_of(o), is_diff_leaf(o)) for o in outs]
+        expected = [(shape_of(o), is_diff_leaf(o)) for o in want]
+        if got != expected:
+            raise ValueError(
+                f"the fwd rule of the custom_vjp function {self.name} returned outputs of "
+                f"shape {', '.join(str(s) for s, _ in got) or 'none'}, but {self.name} itself "
+                f"returns shape {', '.join(str(s) for s, _ in expected) or 'none'}; fwd "
+                f"must return (the function's output, residuals)")
+        self.checked.add(key)
 
-        return record(trace, keys, outs, pull, parents)
-
-    def forward(self, trace, args):
-        primals, tangents = trace.unwrap(args)
-        if any(t is not None for t in tangents):
-            raise TypeError(
-                f"can't apply forward-mode differentiation (jvp) to the custom_vjp function "
-                f"{self.name}: it defines a reverse-mode rule only. Use grad/vjp/jacrev, or "
-                f"define it with rune.custom_jvp instead")
-        return bind_call(self, primals)
+    def forward(self, trace, primals, tangents):
+        raise TypeError(
+            f"can't apply forward-mode differentiation (jvp) to the custom_vjp function "
+            f"{self.name}: it defines a reverse-mode rule only. Use grad/vjp/jacrev, or "
+            f"define it with rune.custom_jvp instead")
 
     def batched(self, bdims, trace):
-        size = trace.size
-        name = self.name
-        vfun = vmap_flat(self.fun, bdims, size, trace, name)
-        vfwd = vmap_flat(self.fwd, bdims, size, trace, name)
+        size, strict, name = trace.size, trace.strict, self.name
+        vfun = vmap_flat(self.fun, bdims, size, strict, name)
+        vfwd = vmap_flat(self.fwd, bdims, size, strict, name)
         bwd = self.bwd
 
         def vbwd(res, cts):
@@ -321,17 +119,31 @@ class VjpCall(Call):
                 return tuple(bwd(r, c))
             per_example.__name__ = name
             out = vmap(per_example, in_axes=0, out_axes=0, axis_size=size,
-                       strict=trace.strict)(tuple(res), tuple(cts))
+                       strict=strict)(tuple(res), tuple(cts))
             return [sum_or_move(c, b) for c, b in zip(out, bdims)]
 
-        return VjpCall(vfun, vfwd, vbwd, name)
+        return VjpCall(vfun, vfwd, vbwd, name, self.checked)
 
 
-def _closure_error(call, trace):
-    return ValueError(
-        f"the {call.kind} function {call.name} closes over a value traced by an enclosing "
-        f"{trace.kind}; its rule would not see that value's derivative. Pass the value as "
-        f"an argument (use nondiff_argnums for values that are not differentiated)")
+def _vjp_pull(bwd, outs, res, vals, groups):
+    """The pull of a custom_vjp call: ``bwd`` on private copies of the residuals and
+    cotangents (a ``bwd`` that writes into them changes nothing of the caller's, and
+    the pullback can be called again).  It holds no traced value of the level that
+    records it, so a tape is freed by reference counting alone."""
+    def pull(ct_full, prevs):
+        full = tuple(zero_like(o) if c is None else c for o, c in zip(outs, ct_full))
+        cts = bwd(private_copies(res), private_copies(full))
+        totals = []
+        for g, acc in zip(groups, prevs):
+            for i in g:
+                c = cts[i]
+                if c is not None:
+                    c = _fit(c, vals[i])
+                    acc = c if acc is None else acc + c
+            totals.append(acc)
+        return totals
+
+    return pull
 
 
 class _CustomFunction:
@@ -350,7 +162,7 @@ class _CustomFunction:
     def _flatten_call(self, args, kwargs, rule, how_to_set):
         """``None`` when the function just runs (no traced argument), else the pieces of
         a flattened call: ``(args, static, diff, rebuild, leaves, in_tree, state, flat_fun)``."""
-        name = _name(self.fun)
+        name = fun_name(self.fun)
         if rule is None:
             raise TypeError(f"the {self.kind} function {name} has no rule: call "
                             f"{name}.{how_to_set} first")
@@ -383,6 +195,10 @@ class custom_vjp(_CustomFunction):
     are static: ``bwd`` receives them first, ``bwd(*nondiff, residuals, g)``,
     and they get no cotangent.  ``grad``, ``vjp``, ``vmap`` (the rule is
     batched) and nesting use the rule; ``jvp`` of the function is an error.
+    The first time it is differentiated with inputs of given shapes and dtypes,
+    the function itself also runs once, to check that ``fwd``'s output has its
+    shapes.  The rules run on private copies: writing into their arguments,
+    residuals or cotangents changes nothing of the caller's.
 
     >>> import numpy as np, rune
     >>> @rune.custom_vjp
@@ -399,11 +215,13 @@ class custom_vjp(_CustomFunction):
         super().__init__(fun, nondiff_argnums)
         self.fwd = None
         self.bwd = None
+        self._checked = set()    # input signatures whose fwd outputs were checked
 
     def defvjp(self, fwd, bwd):
         """Set the rule: ``fwd(*args) -> (out, residuals)``, ``bwd(residuals, g) -> tuple``."""
         self.fwd = fwd
         self.bwd = bwd
+        self._checked = set()
 
     def __call__(self, *args, **kwargs):
         call = self._flatten_call(args, kwargs, self.fwd, "defvjp(fwd, bwd)")
@@ -424,54 +242,65 @@ class custom_vjp(_CustomFunction):
             r_leaves, state.res_tree = tree_util.flatten(r)
             return tuple(out_leaves), tuple(r_leaves)
 
-        arg_names = _arg_names(self.fun, len(args), self.nondiff_argnums)
+        arg_names = [n for k, n in enumerate(api_util.arg_names(self.fun, len(args)))
+                     if k not in self.nondiff_argnums]
+        specs = [_arg_spec(a) for a in diff]    # no traced value: the tape holds flat_bwd
 
         def flat_bwd(r_leaves, ct_leaves):
             r = tree_util.unflatten(state.res_tree, r_leaves)
             g = tree_util.unflatten(state.out_tree, ct_leaves)
             cts = bwd(*static, r, g)
-            return _check_bwd_output(cts, diff, arg_names, name)
+            return _check_bwd_output(cts, specs, arg_names, name)
 
         flat_fwd.__name__ = flat_bwd.__name__ = name
-        outs = bind_call(VjpCall(flat_fun, flat_fwd, flat_bwd, name), leaves)
+        outs = bind_call(VjpCall(flat_fun, flat_fwd, flat_bwd, name, self._checked), leaves)
         return tree_util.unflatten(state.out_tree, outs)
 
 
-def _check_bwd_output(cts, diff, arg_names, name):
-    """Flatten ``bwd``'s cotangents to one per input leaf, checking count and shapes."""
+def _arg_spec(arg):
+    """What checking a cotangent for ``arg`` needs: its structure and, per leaf, its shape
+    and dtype (None for a leaf without a derivative)."""
+    leaves, td = tree_util.flatten(arg)
+    return td, [(shape_of(x), dtype_of(x)) if is_diff_leaf(x) else None for x in leaves]
+
+
+def _check_bwd_output(cts, specs, arg_names, name):
+    """Flatten ``bwd``'s cotangents to one per input leaf, checking count, shapes and
+    dtypes (a complex cotangent for a real argument is an error, not truncated)."""
+    what = f"the bwd rule of the custom_vjp function {name}"
     if not isinstance(cts, (tuple, list)):
         raise ValueError(
-            f"the bwd rule of the custom_vjp function {name} must return a tuple with one "
-            f"cotangent per differentiable argument ({', '.join(arg_names)}); it returned a "
-            f"{type(cts).__name__}")
-    if len(cts) != len(diff):
+            f"{what} must return a tuple with one cotangent per differentiable argument "
+            f"({', '.join(arg_names)}); it returned a {type(cts).__name__}")
+    if len(cts) != len(specs):
         raise ValueError(
-            f"the bwd rule of the custom_vjp function {name} returned {len(cts)} "
-            f"cotangent(s), but {name} has {len(diff)} differentiable argument(s) "
-            f"({', '.join(arg_names)}); return one per argument, None for a zero cotangent")
+            f"{what} returned {len(cts)} cotangent(s), but {name} has {len(specs)} "
+            f"differentiable argument(s) ({', '.join(arg_names)}); return one per "
+            f"argument, None for a zero cotangent")
     flat = []
-    for c, arg, arg_name in zip(cts, diff, arg_names):
-        a_leaves, a_tree = tree_util.flatten(arg)
+    for c, (a_tree, a_leaves), arg_name in zip(cts, specs, arg_names):
         if c is None:
             flat.extend([None] * len(a_leaves))
             continue
         c_leaves, c_tree = tree_util.flatten(c)
         if c_tree != a_tree:
             raise ValueError(
-                f"the bwd rule of the custom_vjp function {name} returned a cotangent for "
-                f"argument {arg_name} whose structure does not match the argument: "
-                f"{tree_util._mismatch(c_tree, a_tree, arg_name)}")
-        paths = None
-        for k, (cl, al) in enumerate(zip(c_leaves, a_leaves)):
-            if cl is None or not _is_diff_leaf(al):
+                f"{what} returned a cotangent for argument {arg_name} whose structure does "
+                f"not match the argument: {tree_util._mismatch(c_tree, a_tree, arg_name)}")
+        for k, (cl, spec) in enumerate(zip(c_leaves, a_leaves)):
+            if cl is None or spec is None:
                 flat.append(None)
                 continue
-            cs, as_ = _shape(cl), _shape(al)
-            if cs != as_:
-                paths = paths or tree_util.leaf_paths(a_tree, arg_name)
+            shape, dtype = spec
+            if shape_of(cl) != shape:
                 raise ValueError(
-                    f"the bwd rule of the custom_vjp function {name} returned a cotangent of "
-                    f"shape {cs} for argument {paths[k]}, which has shape {as_}")
+                    f"{what} returned a cotangent of shape {shape_of(cl)} for argument "
+                    f"{tree_util.leaf_paths(a_tree, arg_name)[k]}, which has shape {shape}")
+            if dtype_of(cl).kind == "c" and dtype.kind != "c":
+                raise ValueError(
+                    f"{what} returned a complex cotangent (dtype {dtype_of(cl)}) for argument "
+                    f"{tree_util.leaf_paths(a_tree, arg_name)[k]}, which is real (dtype "
+                    f"{dtype}); return a real cotangent (np.real of it, if that is meant)")
             flat.append(cl if hasattr(cl, "dtype") else np.asarray(cl))
     return flat
 
@@ -489,72 +318,58 @@ class JvpCall(Call):
         super().__init__(fun, name)
         self.rule = rule
 
-    def forward(self, trace, args):
-        primals, tangents = trace.unwrap(args)
-        if all(t is None for t in tangents):
-            return bind_call(self, primals)
-        tans = tuple(zeros_like(p) if t is None else t for p, t in zip(primals, tangents))
-        outs, t_outs = self.rule(tuple(primals), tans)
-        if leaked(outs, trace.level) is not None or leaked(t_outs, trace.level) is not None:
-            raise _closure_error(self, trace)
-        wrapped = []
-        for o, t in zip(outs, t_outs):
-            if not is_float(o):
-                wrapped.append(o)
-                continue
-            if t is not None:
-                t = _fit_tangent(t if hasattr(t, "dtype") else np.asarray(t), o)
-            wrapped.append(ForwardTracer(o, t, trace))
-        return tuple(wrapped)
+    def forward(self, trace, primals, tangents):
+        tans = [zero_like(p) if t is None else t for p, t in zip(primals, tangents)]
+        return self.rule(tuple(private_copies(primals)), tuple(private_copies(tans)))
 
-    def reverse(self, trace, args):
-        vals, parents = trace.unwrap(args)
-        keys, groups = group_parents(parents)
+    def reverse(self, trace, vals, groups):
+        """The transpose of the rule's (linear) tangent map, by reverse mode over it."""
         with new_trace(ReverseTrace) as t:
-            tans = [zeros_like(v) for v in vals]
+            tans = [zero_like(v) for v in vals]
             in_nodes = []
             for g in groups:
                 x = t.new_input(tans[g[0]])
                 for i in g:
                     tans[i] = x
                 in_nodes.append(x._node)
-            outs, t_outs = self.rule(tuple(vals), tuple(tans))
+            outs, t_outs = self.rule(tuple(private_copies(vals)), tuple(tans))
             bad = leaked(outs, trace.level)
-            if bad is not None:
-                if bad._trace is t:
-                    raise ValueError(
-                        f"the primal output of the JVP rule of the custom_jvp function "
-                        f"{self.name} depends on the tangents; it must depend on the primals "
-                        f"only")
-                raise _closure_error(self, trace)
+            if bad is not None and bad._trace is t:
+                raise ValueError(
+                    f"the primal output of the JVP rule of the custom_jvp function "
+                    f"{self.name} depends on the tangents; it must depend on the primals only")
             for v in t_outs:
                 if isinstance(v, Tracer) and v._trace is not t and v._trace.level >= trace.level:
-                    raise _closure_error(self, trace)
-        tape = t.tape
-
-        def pull(ct_full, prevs):     # the transpose of the (linear) tangent map
-            seeds = {n: p for n, p in zip(in_nodes, prevs) if p is not None}
-            if not seed_outputs(seeds, t, t_outs, ct_full):
-                return prevs
-            res = backward(tape, seeds)
-            return [res.get(n) for n in in_nodes]
-
-        return record(trace, keys, outs, pull, parents)
+                    raise closure_error(self, trace)
+        return outs, _transpose_pull(t, t_outs, in_nodes)
 
     def batched(self, bdims, trace):
-        size = trace.size
-        name = self.name
-        rule = self.rule
-        vfun = vmap_flat(self.fun, bdims, size, trace, name)
+        size, strict, name, rule = trace.size, trace.strict, self.name, self.rule
+        vfun = vmap_flat(self.fun, bdims, size, strict, name)
 
         def vrule(primals, tangents):
             def per_example(p, t):
                 return rule(p, t)
             per_example.__name__ = name
             return vmap(per_example, in_axes=(tuple(bdims), tuple(bdims)), out_axes=0,
-                        axis_size=size, strict=trace.strict)(tuple(primals), tuple(tangents))
+                        axis_size=size, strict=strict)(tuple(primals), tuple(tangents))
 
         return JvpCall(vfun, vrule, name)
+
+
+def _transpose_pull(t, t_outs, in_nodes):
+    """The pull of a custom_jvp call: the backward pass of the tape ``t`` recorded of the
+    rule's tangent map, from the outputs' cotangents to the tangent inputs."""
+    tape = t.tape
+
+    def pull(ct_full, prevs):
+        seeds = {n: p for n, p in zip(in_nodes, prevs) if p is not None}
+        if not seed_outputs(seeds, t, t_outs, ct_full):
+            return prevs
+        res = backward(tape, seeds)
+        return [res.get(n) for n in in_nodes]
+
+    return pull
 
 
 class custom_jvp(_CustomFunction):
@@ -649,9 +464,9 @@ class custom_jvp(_CustomFunction):
             paths = None
             fitted = []
             for k, (o, tl) in enumerate(zip(out_leaves, t_leaves_out)):
-                os_, ts = _shape(o), _shape(tl)
+                os_, ts = shape_of(o), shape_of(tl)
                 if ts != os_:
-                    if _broadcast_shape(ts, os_) != os_:
+                    if broadcast_shape(ts, os_) != os_:
                         paths = paths or tree_util.leaf_paths(out_tree, "out")
                         raise ValueError(
                             f"the JVP rule of the custom_jvp function {name} returned a "
@@ -673,14 +488,9 @@ class _State:
     __slots__ = ("out_tree", "res_tree")
 
 
-def _name(f):
-    return getattr(f, "__name__", None) or type(f).__name__
-
-
 def _normalize_argnums(nums):
-    if isinstance(nums, int):
-        nums = (nums,)
-    return tuple(sorted(set(int(n) for n in nums)))
+    nums = nums if isinstance(nums, (tuple, list)) else (nums,)
+    return tuple(sorted(set(as_argnum(n, "nondiff_argnums") for n in nums)))
 
 
 def _resolve_kwargs(fun, args, kwargs, kind):
@@ -688,12 +498,12 @@ def _resolve_kwargs(fun, args, kwargs, kind):
     if not kwargs:
         return args
     try:
-        bound = _signature(fun).bind(*args, **kwargs)
+        bound = api_util.signature(fun).bind(*args, **kwargs)
     except (TypeError, ValueError) as e:
-        raise TypeError(f"{_name(fun)}: {e}") from None
+        raise TypeError(f"{fun_name(fun)}: {e}") from None
     bound.apply_defaults()
     if bound.kwargs:
-        raise TypeError(f"the {kind} function {_name(fun)} was called with keyword-only "
+        raise TypeError(f"the {kind} function {fun_name(fun)} was called with keyword-only "
                         f"arguments ({', '.join(bound.kwargs)}); rules take positional "
                         f"arguments only")
     return bound.args
@@ -715,38 +525,3 @@ def _split(args, nondiff, name):
         return tuple(args[k] if k in nondiff else next(it) for k in range(n))
 
     return static, diff, rebuild
-
-
-def _arg_names(fun, nargs, nondiff):
-    try:
-        params = [p for p in _signature(fun).parameters.values()
-                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-        names = [p.name for p in params]
-    except (TypeError, ValueError):
-        names = []
-    names = names + [f"args[{k}]" for k in range(len(names), nargs)]
-    return [names[k] for k in range(nargs) if k not in nondiff]
-
-
-def _shape(x):
-    if hasattr(x, "shape"):
-        return tuple(x.shape)
-    return np.shape(x)
-
-
-def _broadcast_shape(a, b):
-    try:
-        return np.broadcast_shapes(a, b)
-    except ValueError:
-        return None
-
-
-def _is_diff_leaf(x):
-    if isinstance(x, (float, complex)) and not isinstance(x, bool):
-        return True
-    return is_float(x)
-
-
-def _signature(fun):
-    import inspect     # imported on first use: it costs ~10 ms at import time
-    return inspect.signature(fun)

@@ -11,8 +11,18 @@ from __future__ import annotations
 import numpy as np
 
 from . import tree as tree_util
-from .core import Trace, Tracer, new_trace, bind, tracer_class_pair, rank, stop_leaf
-from .reverse import cast_like, _is_float_leaf, _as_array, _zero_like, unalias
+from .api_util import (
+    as_array,
+    cast_like,
+    check_aux_pair,
+    check_leaves,
+    is_diff_leaf,
+    shape_of,
+    unalias,
+    zero_like,
+)
+from .calls import bind_call, leaked
+from .core import Trace, Tracer, bind, new_trace, rank, stop_leaf, tracer_class_pair
 
 __all__ = ["jvp"]
 
@@ -149,13 +159,33 @@ class ForwardTrace(Trace):
             t_out = _fit_tangent(t_out, out)
         return t_out
 
+    def process_call(self, call, args):
+        """A call-like construct (see :mod:`rune.calls`): handed down when no argument has
+        a tangent, else ``call.forward`` gives the outputs and their tangents."""
+        primals, tangents = self.unwrap(args)
+        if all(t is None for t in tangents):
+            return bind_call(call, primals)
+        outs, t_outs = call.forward(self, primals, tangents)
+        if leaked(outs, self.level) is not None or leaked(
+                [t for t in t_outs if t is not None], self.level) is not None:
+            return call.leaked_outputs(self, args)
+        wrapped = []
+        for o, t in zip(outs, t_outs):
+            if not is_diff_leaf(o):
+                wrapped.append(o)
+                continue
+            o = as_array(o)
+            if t is not None:
+                t = _fit_tangent(t if hasattr(t, "dtype") else np.asarray(t), o)
+            wrapped.append(ForwardTracer(o, t, self))
+        return tuple(wrapped)
+
 
 def _check_tangent(p, t, path):
-    pshape = p.shape if hasattr(p, "shape") else np.shape(p)
-    tshape = t.shape if hasattr(t, "shape") else np.shape(t)
-    if tuple(pshape) != tuple(tshape):
-        raise ValueError(f"the tangent for {path} has shape {tuple(tshape)} but the primal "
-                         f"has shape {tuple(pshape)}")
+    pshape, tshape = shape_of(p), shape_of(t)
+    if pshape != tshape:
+        raise ValueError(f"the tangent for {path} has shape {tshape} but the primal "
+                         f"has shape {pshape}")
     pd = getattr(p, "dtype", None)
     td = getattr(t, "dtype", None)
     if pd is not None and td is not None and pd != td and not (
@@ -181,39 +211,39 @@ def jvp(f, primals, tangents, has_aux=False):
     primals, tangents = tuple(primals), tuple(tangents)
     leaves, in_tree = tree_util.flatten(primals)
     t_leaves, t_tree = tree_util.flatten(tangents)
+    check_leaves(leaves, in_tree, "primals", "jvp")
     tree_util.check_same(in_tree, t_tree, "primals", "the tangents and the primals")
     paths = tree_util.leaf_paths(in_tree, "primals")
     with new_trace(ForwardTrace) as trace:
         inputs = []
         for x, t, path in zip(leaves, t_leaves, paths):
-            if _is_float_leaf(x):
+            if is_diff_leaf(x):
                 _check_tangent(x, t, path)
-                t = _as_array(t)
+                t = as_array(t)
                 if not isinstance(t, Tracer) and np.ndim(t) == 0 and not isinstance(t, np.ndarray):
                     t = np.asarray(t)
-                inputs.append(ForwardTracer(_as_array(x), t, trace))
+                inputs.append(ForwardTracer(as_array(x), t, trace))
             else:
                 inputs.append(x)
         result = f(*tree_util.unflatten(in_tree, inputs))
         if has_aux:
-            if not (isinstance(result, tuple) and len(result) == 2):
-                raise ValueError("has_aux=True needs f to return a pair (output, aux)")
-            result, aux = result
+            result, aux = check_aux_pair(result)
             aux = tree_util.map(lambda a: _unwrap(a, trace)[0], aux)
             aux_leaves, aux_tree = tree_util.flatten(aux)
             aux = tree_util.unflatten(aux_tree, unalias(aux_leaves, leaves + t_leaves))
         out_leaves, out_tree = tree_util.flatten(result)
+        check_leaves(out_leaves, out_tree, "out", "jvp")
         pairs = [_unwrap(o, trace) for o in out_leaves]
     outs = unalias([o for o, _ in pairs], leaves)
     touts = []
     for o, t in pairs:
         if t is None:
-            t = _zero_like(o) if not isinstance(o, (int, bool)) else 0.0
+            t = zero_like(o) if not isinstance(o, (int, bool)) else 0.0
         elif type(o) is float and not isinstance(t, Tracer):
             t = float(t)
         touts.append(t)
-    if all(type(x) in (float, complex) for x in leaves if _is_float_leaf(x)) and \
-            any(_is_float_leaf(x) for x in leaves):
+    if all(type(x) in (float, complex) for x in leaves if is_diff_leaf(x)) and \
+            any(is_diff_leaf(x) for x in leaves):
         # Python numbers in, Python numbers out (a 0-d result of a scalar computation)
         outs = [_python_scalar(o) for o in outs]
         touts = [_python_scalar(t) for t in touts]

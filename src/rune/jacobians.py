@@ -12,28 +12,23 @@ from __future__ import annotations
 import numpy as np
 
 from . import tree as tree_util
+from .api_util import (
+    argnums_tuple,
+    check_diff_args,
+    describe,
+    diff_fn,
+    fun_name,
+    is_diff_leaf,
+    wrap_name,
+)
+from .api_util import dtype_of as _dtype
+from .api_util import shape_of as _shape
+from .api_util import size_of as _size
 from .batching import vmap
 from .forward import jvp
-from .reverse import vjp, grad, _argnums_tuple, _is_float_leaf, _wrap_name
+from .reverse import grad, vjp
 
 __all__ = ["jacfwd", "jacrev", "hessian", "hvp", "linearize", "linear_transpose"]
-
-
-def _shape(x):
-    return tuple(x.shape) if hasattr(x, "shape") else ()
-
-
-def _dtype(x):
-    if hasattr(x, "dtype"):
-        return x.dtype
-    return np.result_type(type(x)) if isinstance(x, (float, complex)) else np.dtype(float)
-
-
-def _size(shape):
-    n = 1
-    for d in shape:
-        n *= d
-    return n
 
 
 def _basis(shapes, dtypes):
@@ -50,15 +45,6 @@ def _basis(shapes, dtypes):
     return out, sizes
 
 
-def _diff_fn(f, args, nums, kwargs):
-    def g(*diff):
-        full = list(args)
-        for k, a in zip(nums, diff):
-            full[k] = a
-        return f(*full, **kwargs)
-    return g
-
-
 def _scalar_like(block, x):
     """A 0-d block for a Python-number input is a Python number, as ``grad`` gives."""
     if type(x) in (float, complex) and isinstance(block, np.ndarray) and block.shape == ():
@@ -70,7 +56,7 @@ def _copy_array(x):
     return x.copy() if type(x) is np.ndarray else x
 
 
-def jacrev(f, argnums=0, has_aux=False, chunk_size=None):
+def jacrev(f, argnums=0, has_aux=False, chunk_size=None, allow_int=False):
     """The Jacobian of ``f`` by reverse mode (one pullback per output element, vmapped;
     ``chunk_size`` bounds how many at a time).
 
@@ -80,11 +66,15 @@ def jacrev(f, argnums=0, has_aux=False, chunk_size=None):
            [0., 4.]])
     """
     def jacfun(*args, **kwargs):
-        single, nums = _argnums_tuple(argnums, len(args))
-        diff_args = [args[k] for k in nums]
-        res = vjp(_diff_fn(f, args, nums, kwargs), *diff_args, has_aux=has_aux)
+        single, nums = argnums_tuple(argnums, len(args))
+        check_diff_args(args, nums, allow_int, "jacrev", f)
+        g, diff_args, pick = diff_fn(f, args, nums, kwargs)
+        res = vjp(g, *diff_args, has_aux=has_aux)
         out, pullback = res[0], res[1]
         out_leaves, out_tree = tree_util.flatten(out)
+        if not out_leaves:
+            raise TypeError(f"jacrev needs {fun_name(f)} to return an array or a tree of "
+                            f"arrays; it returned {describe(out)} (no array in it)")
         shapes = [_shape(o) for o in out_leaves]
         basis, sizes = _basis(shapes, [_dtype(o) for o in out_leaves])
         cts = vmap(pullback, chunk_size=chunk_size)(tree_util.unflatten(out_tree, basis))
@@ -102,16 +92,16 @@ def jacrev(f, argnums=0, has_aux=False, chunk_size=None):
                     continue
                 blocks.append(_scalar_like(np.reshape(c[offset:offset + m], oshape + xs), x))
             offset += m
-            jac = tree_util.unflatten(in_tree, blocks)
+            jac = pick(tree_util.unflatten(in_tree, blocks))
             per_out.append(jac[0] if single else jac)
         result = tree_util.unflatten(out_tree, per_out)
         return (result, res[2]) if has_aux else result
 
-    _wrap_name(jacfun, f, "jacrev")
+    wrap_name(jacfun, f, "jacrev")
     return jacfun
 
 
-def jacfwd(f, argnums=0, has_aux=False, chunk_size=None):
+def jacfwd(f, argnums=0, has_aux=False, chunk_size=None, allow_int=False):
     """The Jacobian of ``f`` by forward mode (one JVP per input element, vmapped;
     ``chunk_size`` bounds how many at a time).
 
@@ -120,17 +110,18 @@ def jacfwd(f, argnums=0, has_aux=False, chunk_size=None):
     array([[1.]])
     """
     def jacfun(*args, **kwargs):
-        single, nums = _argnums_tuple(argnums, len(args))
-        diff_args = tuple(args[k] for k in nums)
-        g = _diff_fn(f, args, nums, kwargs)
+        single, nums = argnums_tuple(argnums, len(args))
+        check_diff_args(args, nums, allow_int, "jacfwd", f)
+        g, diff_args, pick = diff_fn(f, args, nums, kwargs)
+        diff_args = tuple(diff_args)
         in_leaves, in_tree = tree_util.flatten(diff_args)
-        float_idx = [k for k, x in enumerate(in_leaves) if _is_float_leaf(x)]
+        float_idx = [k for k, x in enumerate(in_leaves) if is_diff_leaf(x)]
         shapes = [_shape(in_leaves[k]) for k in float_idx]
         basis, sizes = _basis(shapes, [_dtype(in_leaves[k]) for k in float_idx])
         n = sum(sizes)
 
         def push(*tangent_leaves):
-            t_all = [np.zeros_like(x) if not _is_float_leaf(x) else None for x in in_leaves]
+            t_all = [np.zeros_like(x) if not is_diff_leaf(x) else None for x in in_leaves]
             for k, t in zip(float_idx, tangent_leaves):
                 t_all[k] = t
             tangents = tree_util.unflatten(in_tree, t_all)
@@ -165,18 +156,18 @@ def jacfwd(f, argnums=0, has_aux=False, chunk_size=None):
                 perm = tuple(range(nd_x, nd_x + len(oshape))) + tuple(range(nd_x))
                 blocks.append(_scalar_like(np.transpose(blk, perm), x))
                 offset += m
-            jac = tree_util.unflatten(in_tree, blocks)
+            jac = pick(tree_util.unflatten(in_tree, blocks))
             per_out.append(jac[0] if single else jac)
         result = tree_util.unflatten(out_tree, per_out)
         if has_aux:
             return result, g(*tree_util.map(_copy_array, diff_args))[1]
         return result
 
-    _wrap_name(jacfun, f, "jacfwd")
+    wrap_name(jacfun, f, "jacfwd")
     return jacfun
 
 
-def hessian(f, argnums=0, has_aux=False, chunk_size=None):
+def hessian(f, argnums=0, has_aux=False, chunk_size=None, allow_int=False):
     """The Hessian of a scalar ``f``: ``jacfwd(jacrev(f))``; with ``has_aux``, ``(H, aux)``.
 
     >>> import numpy as np, rune
@@ -184,9 +175,9 @@ def hessian(f, argnums=0, has_aux=False, chunk_size=None):
     array([[ 6.,  0.],
            [ 0., 12.]])
     """
-    h = jacfwd(jacrev(f, argnums, has_aux=has_aux, chunk_size=chunk_size), argnums,
-               has_aux=has_aux, chunk_size=chunk_size)
-    _wrap_name(h, f, "hessian")
+    h = jacfwd(jacrev(f, argnums, has_aux=has_aux, chunk_size=chunk_size, allow_int=allow_int),
+               argnums, has_aux=has_aux, chunk_size=chunk_size, allow_int=allow_int)
+    wrap_name(h, f, "hessian")
     return h
 
 

@@ -14,7 +14,23 @@ from __future__ import annotations
 import numpy as np
 
 from . import tree as tree_util
-from .core import Trace, Tracer, new_trace, bind, tracer_class_pair, rank, stop_leaf
+from .api_util import (
+    argnums_tuple,
+    as_array,
+    cast_like,
+    check_aux_pair,
+    check_diff_args,
+    check_leaves,
+    check_scalar_output,
+    diff_fn,
+    is_diff_leaf,
+    to_user,
+    unalias,
+    wrap_name,
+    zero_like,
+)
+from .calls import leaked
+from .core import Trace, Tracer, bind, new_trace, rank, stop_leaf, tracer_class_pair
 
 __all__ = ["vjp", "grad", "value_and_grad", "stop_gradient"]
 
@@ -126,6 +142,26 @@ class ReverseTrace(Trace):
             return tuple(ReverseTracer(o, self, node, k) for k, o in enumerate(out))
         return ReverseTracer(out, self, node)
 
+    def process_call(self, call, args):
+        """A call-like construct (see :mod:`rune.calls`): one tape node for the whole
+        call, whose VJP is the ``pull`` that ``call.reverse`` gives."""
+        vals, parents = self.unwrap(args)
+        keys, groups = group_parents(parents)
+        res = call.reverse(self, vals, groups)
+        if res is None or leaked(res[0], self.level) is not None:
+            return call.leaked_outputs(self, args)
+        outs, pull = res
+        diff_pos = [k for k, o in enumerate(outs) if is_diff_leaf(o)]
+        if not keys or not diff_pos:
+            return tuple(outs)
+        outs = [as_array(o) for o in outs]
+        node = Node(NodeRule(pull, keys, diff_pos, len(outs)), (), None,
+                    tuple(outs[k] for k in diff_pos), tuple(parents))
+        self.tape.append(node)
+        for j, k in enumerate(diff_pos):
+            outs[k] = ReverseTracer(outs[k], self, node, j)
+        return tuple(outs)
+
 
 # --------------------------------------------------------------------------
 # The backward pass
@@ -146,15 +182,6 @@ def unbroadcast(c, shape):
     if c.shape != shape:
         c = np.reshape(c, shape)
     return c
-
-
-def cast_like(c, dtype):
-    """Cast a cotangent or tangent to ``dtype`` (the real part for a real ``dtype``)."""
-    if c.dtype == dtype:
-        return c
-    if c.dtype.kind == "c" and dtype.kind != "c":
-        c = np.real(c)
-    return c.astype(dtype)
 
 
 def _fit(c, ref):
@@ -295,54 +322,88 @@ def accumulate(cts, node, pos, c):
 
 
 # --------------------------------------------------------------------------
-# Public API
+# Call-like constructs on the tape (checkpoint, custom_vjp, custom_jvp)
 # --------------------------------------------------------------------------
 
-def _is_float_leaf(x):
-    dt = getattr(x, "dtype", None)
-    if dt is not None:
-        return dt.kind in "fc"
-    return isinstance(x, (float, complex)) and not isinstance(x, bool)
+class NodeRule:
+    """The VJP rule of the one tape node that stands for a whole call.
+
+    The tape calls it as ``rule(ct, node, cts)`` (a whole-node rule, see
+    :func:`backward`): ``ct`` has one slot per floating output (None: no
+    cotangent), ``cts`` is the map of accumulated cotangents.  ``pull(ct_full,
+    prevs)`` gets the cotangents of all outputs and, for each distinct
+    parent, what has been accumulated for it so far, and returns each
+    parent's new total.  Handing the running total to ``pull`` lets a
+    re-run add its contributions in exactly the order the tape of the
+    unwrapped function would have, so ``checkpoint`` is exact bit for bit.
+    """
+
+    __slots__ = ("pull", "keys", "diff_pos", "n_out")
+
+    def __init__(self, pull, keys, diff_pos, n_out):
+        self.pull = pull
+        self.keys = keys
+        self.diff_pos = diff_pos
+        self.n_out = n_out
+
+    def __call__(self, ct, node, cts):
+        full = [None] * self.n_out
+        if type(ct) is list:
+            for j, k in enumerate(self.diff_pos):
+                full[k] = ct[j]
+        else:
+            full[self.diff_pos[0]] = ct
+        prevs = []
+        for pnode, pos in self.keys:
+            v = cts.get(pnode)
+            if pos is not None and v is not None:
+                v = v[pos]
+            prevs.append(v)
+        finals = self.pull(full, prevs)
+        for (pnode, pos), v in zip(self.keys, finals):
+            if v is None:
+                continue
+            if pos is None:
+                cts[pnode] = v
+            else:
+                slot = cts.get(pnode)
+                if slot is None:
+                    slot = cts[pnode] = [None] * len(pnode.out)
+                slot[pos] = v
 
 
-def _as_array(x):
-    if isinstance(x, (float, complex)):
-        return np.asarray(x)
-    return x
+def group_parents(parents):
+    """``(keys, groups)``: the distinct ``(node, pos)`` among ``parents`` and, for each, the
+    indices of the arguments that are that value (``f(x, x)`` gives one group)."""
+    keys = []
+    groups = []
+    where = {}
+    for i, pnode, pos in parents:
+        key = (id(pnode), pos)
+        k = where.get(key)
+        if k is None:
+            where[key] = len(keys)
+            keys.append((pnode, pos))
+            groups.append([i])
+        else:
+            groups[k].append(i)
+    return keys, groups
 
 
-def _zero_like(x):
-    if isinstance(x, bool):
-        return False
-    if isinstance(x, (int, float, complex)):
-        return type(x)(0)
-    if x is None:
-        return None
-    if isinstance(x, Tracer):
-        return np.zeros(x.shape, x.dtype)
-    if isinstance(x, np.generic):
-        return x.dtype.type(0)
-    if isinstance(x, np.ndarray):
-        return np.zeros(x.shape, x.dtype)
-    raise TypeError(f"cannot differentiate with respect to a {type(x).__name__} leaf")
+def seed_outputs(seeds, t, outs, ct_full):
+    """Seed each output's cotangent on its node of the tape of ``t``; return how many."""
+    n = 0
+    for o, c in zip(outs, ct_full):
+        if c is not None and isinstance(o, ReverseTracer) and o._trace is t \
+                and o._node is not None:
+            accumulate(seeds, o._node, o._pos, c)
+            n += 1
+    return n
 
 
-def _to_user(g, leaf):
-    """A cotangent returned to the user: the leaf's own type and dtype."""
-    if isinstance(g, Tracer):
-        return g
-    if isinstance(leaf, (float, complex)):
-        return type(leaf)(g) if not (isinstance(leaf, float) and np.iscomplexobj(g)) \
-            else float(np.real(g))
-    if isinstance(leaf, np.generic):
-        return leaf.dtype.type(g)
-    if isinstance(leaf, np.ndarray):
-        g = np.asarray(g)
-        if g.dtype != leaf.dtype:
-            g = cast_like(g, leaf.dtype)
-        return g
-    return g
-
+# --------------------------------------------------------------------------
+# Public API
+# --------------------------------------------------------------------------
 
 def _stop(x, trace):
     """A value that leaves the trace without its derivative (aux outputs)."""
@@ -364,12 +425,13 @@ def vjp(f, *primals, has_aux=False):
     array([2.        , 1.08060461])
     """
     leaves, in_tree = tree_util.flatten(primals)
+    check_leaves(leaves, in_tree, "primals", "vjp")
     with new_trace(ReverseTrace) as trace:
         inputs = []
         in_nodes = []
         for x in leaves:
-            if _is_float_leaf(x):
-                t = trace.new_input(_as_array(x))
+            if is_diff_leaf(x):
+                t = trace.new_input(as_array(x))
                 inputs.append(t)
                 in_nodes.append(t._node)
             else:
@@ -377,14 +439,12 @@ def vjp(f, *primals, has_aux=False):
                 in_nodes.append(None)
         result = f(*tree_util.unflatten(in_tree, inputs))
         if has_aux:
-            if not (isinstance(result, tuple) and len(result) == 2):
-                raise ValueError("has_aux=True needs f to return a pair (output, aux); "
-                                 f"got {type(result).__name__}")
-            result, aux = result
+            result, aux = check_aux_pair(result)
             aux = tree_util.map(lambda a: _stop(a, trace), aux)
             aux_leaves, aux_tree = tree_util.flatten(aux)
             aux = tree_util.unflatten(aux_tree, unalias(aux_leaves, leaves))
         out_leaves, out_tree = tree_util.flatten(result)
+        check_leaves(out_leaves, out_tree, "out", "vjp")
         out_nodes = []
         out_vals = []
         for o in out_leaves:
@@ -413,15 +473,15 @@ def vjp(f, *primals, has_aux=False):
             if node is None or c is None:
                 continue
             accumulate(seeds, node, pos,
-                       _as_array(c) if isinstance(c, (float, complex, int)) else c)
+                       as_array(c) if isinstance(c, (float, complex, int)) else c)
         cts = backward(tape, seeds) if seeds else {}
         grads = []
         for x, node in zip(leaves, in_nodes):
             g = cts.get(node) if node is not None else None
             if g is None:
-                grads.append(_zero_like(x))
+                grads.append(zero_like(x, "grad"))
             else:
-                grads.append(_to_user(g, x))
+                grads.append(to_user(g, x))
         return tree_util.unflatten(in_tree, unalias(grads, ct_leaves))
 
     if has_aux:
@@ -429,101 +489,47 @@ def vjp(f, *primals, has_aux=False):
     return out, pullback
 
 
-def unalias(outs, inputs):
-    """Results the user may write into: copy any output array that is read-only (a
-    broadcast view) or may share memory with an input array (SPEC 4)."""
-    arrays = [x for x in inputs if isinstance(x, np.ndarray) and x.size]
-    res = []
-    for o in outs:
-        if isinstance(o, np.ndarray) and o.size and (
-                not o.flags.writeable or any(np.may_share_memory(o, x) for x in arrays)):
-            o = o.copy()
-        res.append(o)
-    return res
-
-
-def _check_scalar_output(out):
-    if isinstance(out, (bool, int, np.bool_, np.integer)) or (
-            hasattr(out, "dtype") and out.dtype.kind in "biu"):
-        raise TypeError(f"grad needs a real or complex floating-point scalar output; f "
-                        f"returned an integer or boolean value ({_describe(out)}); a "
-                        f"non-floating output has no gradient")
-    if isinstance(out, (float, complex)):
-        return
-    shape = getattr(out, "shape", None)
-    dtype = getattr(out, "dtype", None)
-    if shape is None or dtype is None:
-        raise TypeError(f"grad needs f to return a scalar array or float; it returned "
-                        f"{_describe(out)}")
-    if dtype.kind not in "fc":
-        raise TypeError(f"grad needs a real or complex floating-point scalar output; f "
-                        f"returned dtype {dtype}")
-    if shape != ():
-        raise ValueError(f"grad needs f to return a scalar (shape ()), but it returned shape "
-                         f"{tuple(shape)}; use rune.vjp for a vector-Jacobian product or "
-                         f"rune.jacrev for the whole Jacobian")
-
-
-def _describe(x):
-    if hasattr(x, "shape") and hasattr(x, "dtype"):
-        return f"{type(x).__name__} of shape {tuple(x.shape)} and dtype {x.dtype}"
-    return f"a {type(x).__name__}"
-
-
-def _argnums_tuple(argnums, nargs):
-    single = isinstance(argnums, int)
-    nums = (argnums,) if single else tuple(argnums)
-    for a in nums:
-        if not isinstance(a, int) or not -nargs <= a < nargs:
-            raise ValueError(f"argnums {argnums!r} is out of range for a function called "
-                             f"with {nargs} positional argument(s)")
-    return single, tuple(a % nargs for a in nums)
-
-
-def value_and_grad(f, argnums=0, has_aux=False):
+def value_and_grad(f, argnums=0, has_aux=False, allow_int=False):
     """A function returning ``(f(*args), gradient)``; ``((value, aux), grad)`` with ``has_aux``.
+
+    Differentiating with respect to an argument none of whose leaves is floating
+    raises TypeError, unless ``allow_int=True`` (zero gradients); integer leaves
+    beside floating ones in one argument get zero gradients.
 
     >>> import numpy as np, rune
     >>> rune.value_and_grad(lambda x: np.sum(x ** 2))(np.array([1.0, 2.0]))
     (np.float64(5.0), array([2., 4.]))
     """
     def value_and_grad_f(*args, **kwargs):
-        single, nums = _argnums_tuple(argnums, len(args))
-
-        def g(*diff):
-            full = list(args)
-            for k, a in zip(nums, diff):
-                full[k] = a
-            return f(*full, **kwargs)
-
-        res = vjp(g, *[args[k] for k in nums], has_aux=has_aux)
+        single, nums = argnums_tuple(argnums, len(args))
+        check_diff_args(args, nums, allow_int, "grad", f)
+        g, diff_args, pick = diff_fn(f, args, nums, kwargs)
+        res = vjp(g, *diff_args, has_aux=has_aux)
         out, pullback = res[0], res[1]
-        _check_scalar_output(out)
+        check_scalar_output(out)
         seed = np.ones((), out.dtype) if hasattr(out, "dtype") else np.ones((), type(out))
-        if isinstance(out, Tracer):
-            seed = np.ones((), out.dtype)
-        grads = pullback(seed)
+        grads = pick(pullback(seed))
         g_out = grads[0] if single else grads
         if has_aux:
             return (out, res[2]), g_out
         return out, g_out
 
-    _wrap_name(value_and_grad_f, f, "value_and_grad")
+    wrap_name(value_and_grad_f, f, "value_and_grad")
     return value_and_grad_f
 
 
-def grad(f, argnums=0, has_aux=False):
+def grad(f, argnums=0, has_aux=False, allow_int=False):
     """The gradient of a scalar-valued ``f`` with respect to argument(s) ``argnums``.
 
     The gradient has the argument's structure: the gradient of a dataclass
     is that dataclass, each leaf in its own dtype.  With ``has_aux``,
-    returns ``(grad, aux)``.
+    returns ``(grad, aux)``.  ``allow_int`` as in :func:`value_and_grad`.
 
     >>> import numpy as np, rune
     >>> rune.grad(lambda x: np.sum(np.sin(x)))(np.array([0.0, np.pi]))
     array([ 1., -1.])
     """
-    vg = value_and_grad(f, argnums, has_aux)
+    vg = value_and_grad(f, argnums, has_aux, allow_int)
 
     def grad_f(*args, **kwargs):
         res = vg(*args, **kwargs)
@@ -532,16 +538,8 @@ def grad(f, argnums=0, has_aux=False):
             return g, aux
         return res[1]
 
-    _wrap_name(grad_f, f, "grad")
+    wrap_name(grad_f, f, "grad")
     return grad_f
-
-
-def _wrap_name(wrapper, f, what):
-    name = getattr(f, "__name__", "f")
-    wrapper.__name__ = f"{what}({name})"
-    wrapper.__qualname__ = wrapper.__name__
-    wrapper.__doc__ = getattr(f, "__doc__", None)
-    wrapper.__wrapped__ = f
 
 
 def stop_gradient(x):

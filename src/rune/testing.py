@@ -16,10 +16,10 @@ values under JAX's convention.
 
 from __future__ import annotations
 
-
 import numpy as np
 
 from . import tree as tree_util
+from .api_util import arg_names, check_leaves, is_diff_leaf
 from .forward import jvp
 from .reverse import vjp
 
@@ -35,22 +35,14 @@ _DEFAULTS = {  # (eps, rtol, atol) by the precision of the inputs
 def _precision(leaves):
     worst = "float64"
     for x in leaves:
-        dt = getattr(x, "dtype", None)
-        if dt is None or dt.kind not in "fc":
+        if not is_diff_leaf(x) or not hasattr(x, "dtype"):
             continue
-        bits = np.finfo(dt).bits
+        bits = np.finfo(x.dtype).bits
         if bits <= 16:
             return "float16"
         if bits <= 32:
             worst = "float32"
     return worst
-
-
-def _is_diff(x):
-    dt = getattr(x, "dtype", None)
-    if dt is not None:
-        return dt.kind in "fc"
-    return isinstance(x, (float, complex)) and not isinstance(x, bool)
 
 
 def _random_like(x, rng):
@@ -80,23 +72,8 @@ def _pair(a, b):
     return total
 
 
-def _arg_root_names(f, nargs):
-    try:
-        params = list(_signature(f).parameters.values())
-    except (TypeError, ValueError):
-        params = []
-    names = []
-    for k in range(nargs):
-        if k < len(params) and params[k].kind in (params[k].POSITIONAL_ONLY,
-                                                  params[k].POSITIONAL_OR_KEYWORD):
-            names.append(params[k].name)
-        else:
-            names.append(f"args[{k}]")
-    return names
-
-
 def _leaf_paths(f, args):
-    names = _arg_root_names(f, len(args))
+    names = arg_names(f, len(args))
     paths = []
     for name, a in zip(names, args):
         paths.extend(tree_util.leaf_paths(tree_util.structure(a), name))
@@ -144,7 +121,9 @@ def check_grads(f, *args, order=2, modes=("fwd", "rev"), eps=None, rtol=None, at
     >>> import numpy as np, rune
     >>> rune.check_grads(lambda x: np.sin(x) * x, np.array([0.3, 1.2]))
     """
+    modes = _check_options(order, modes)
     leaves, in_tree = tree_util.flatten(args)
+    check_leaves(leaves, in_tree, "args", "check_grads")
     leaves = [_read_only(x) for x in leaves]     # a rule or f that writes into its input fails
     args = tree_util.unflatten(in_tree, leaves)
     prec = _precision(leaves)
@@ -152,13 +131,17 @@ def check_grads(f, *args, order=2, modes=("fwd", "rev"), eps=None, rtol=None, at
     eps = d_eps if eps is None else eps
     rtol = d_rtol if rtol is None else rtol
     atol = d_atol if atol is None else atol
-    if isinstance(modes, str):
-        modes = (modes,)
     rng = np.random.default_rng(seed)
     paths = _leaf_paths(f, args)
-    diff = [j for j, x in enumerate(leaves) if _is_diff(x)]
+    diff = [j for j, x in enumerate(leaves) if is_diff_leaf(x)]
+    if not diff:
+        kinds = sorted({str(getattr(x, "dtype", type(x).__name__)) for x in leaves})
+        raise ValueError(f"check_grads found no floating-point input leaf to check (the "
+                         f"inputs are {', '.join(kinds) or 'empty'}): it would check nothing")
     out = f(*args)
-    u = tree_util.map(lambda o: _random_like(o, rng) if _is_diff(o) else np.zeros_like(o), out)
+    out_leaves, out_tree = tree_util.flatten(out)
+    check_leaves(out_leaves, out_tree, "out", "check_grads")
+    u = tree_util.map(lambda o: _random_like(o, rng) if is_diff_leaf(o) else np.zeros_like(o), out)
     _, pullback = vjp(f, *args)
     cts = tree_util.leaves(pullback(u))
     failures = []    # (error / tolerance, message): the worst one is reported
@@ -169,7 +152,7 @@ def check_grads(f, *args, order=2, modes=("fwd", "rev"), eps=None, rtol=None, at
         fd = tree_util.map(lambda p, m: (np.asarray(p, np.complex128) - np.asarray(m, np.complex128))
                            / (2 * eps), plus, minus)
         tangents = tree_util.unflatten(in_tree, [
-            v if k == j else (tree_util.map(np.zeros_like, x) if _is_diff(x) else x)
+            v if k == j else (tree_util.map(np.zeros_like, x) if is_diff_leaf(x) else x)
             for k, x in enumerate(leaves)])
         t_out = None
         if "fwd" in modes:
@@ -200,7 +183,7 @@ def check_grads(f, *args, order=2, modes=("fwd", "rev"), eps=None, rtol=None, at
         raise AssertionError(max(failures)[1])
     if order > 1:
         v_all = tree_util.unflatten(in_tree, [
-            _random_like(x, rng) if _is_diff(x) else x for x in leaves])
+            _random_like(x, rng) if is_diff_leaf(x) else x for x in leaves])
         if "fwd" in modes:
             def f_jvp(*a):
                 return jvp(f, a, v_all)[1]
@@ -209,6 +192,25 @@ def check_grads(f, *args, order=2, modes=("fwd", "rev"), eps=None, rtol=None, at
             def f_vjp(*a):
                 return vjp(f, *a)[1](u)
             _check_nested(f_vjp, args, order - 1, modes, eps, rtol, atol, seed + 2, paths)
+
+
+_MODES = ("fwd", "rev")
+
+
+def _check_options(order, modes):
+    """``modes`` as a tuple, after checking it and ``order``: a check that would check
+    nothing is an error, not a pass."""
+    if isinstance(order, bool) or not isinstance(order, (int, np.integer)) or order < 1:
+        raise ValueError(f"check_grads order must be an int >= 1 (the highest derivative "
+                         f"order checked), got {order!r}")
+    if isinstance(modes, str):
+        modes = (modes,)
+    modes = tuple(modes)
+    bad = [m for m in modes if m not in _MODES]
+    if bad or not modes:
+        raise ValueError(f"check_grads modes must be a non-empty subset of {_MODES} "
+                         f"('fwd': jvp, 'rev': vjp), got {modes!r}")
+    return modes
 
 
 def _check_nested(g, args, order, modes, eps, rtol, atol, seed, paths):
@@ -221,8 +223,3 @@ def _check_nested(g, args, order, modes, eps, rtol, atol, seed, paths):
         for generic, real in zip(names, paths):
             msg = msg.replace(f" at {generic} ", f" at {real} ")
         raise AssertionError(msg.replace("check_grads:", "check_grads (nested):", 1)) from None
-
-
-def _signature(fun):
-    import inspect     # imported on first use: it costs ~10 ms at import time
-    return inspect.signature(fun)

@@ -54,6 +54,12 @@ def register(cls, flatten, unflatten):
     >>> rune.tree.leaves(Pair(1.0, 2.0))
     [1.0, 2.0]
     """
+    if not isinstance(cls, type):
+        raise TypeError(f"rune.tree.register takes a class first, got {type(cls).__name__}")
+    if not callable(flatten) or not callable(unflatten):
+        raise TypeError(f"rune.tree.register needs flatten and unflatten to be callable "
+                        f"(flatten(obj) -> (children, aux), unflatten(aux, children) -> obj), "
+                        f"got {type(flatten).__name__} and {type(unflatten).__name__}")
     _registry[cls] = _NodeType(flatten, unflatten, _index_keys)
 
 
@@ -192,7 +198,15 @@ def flatten(tree, is_leaf=None):
     len(t) == 2 and t[1] == 2)`` has the leaves ``[(1, 2), 3]``.
     """
     leaves = []
-    return leaves, _flatten(tree, leaves, is_leaf)
+    try:
+        return leaves, _flatten(tree, leaves, is_leaf)
+    except RecursionError:
+        raise _cyclic(tree) from None
+
+
+def _cyclic(tree):
+    return ValueError(f"cannot flatten a {type(tree).__name__} that contains itself (or is "
+                      f"nested thousands of levels deep): a tree must be finite")
 
 
 def _flatten(tree, leaves, is_leaf=None):
@@ -206,6 +220,10 @@ def _flatten(tree, leaves, is_leaf=None):
 
 def unflatten(treedef, leaves):
     """Rebuild a tree of ``treedef``'s structure from ``leaves``."""
+    if not isinstance(treedef, TreeDef):
+        raise TypeError(f"unflatten takes a TreeDef (from rune.tree.flatten or "
+                        f"rune.tree.structure) as its first argument, got a "
+                        f"{type(treedef).__name__}")
     it = iter(leaves)
     out = _unflatten(treedef, it)
     rest = sum(1 for _ in it)
@@ -227,14 +245,12 @@ def _unflatten(treedef, it):
 
 def leaves(tree, is_leaf=None):
     """The leaves of ``tree``, in order."""
-    out = []
-    _flatten(tree, out, is_leaf)
-    return out
+    return flatten(tree, is_leaf)[0]
 
 
 def structure(tree, is_leaf=None):
     """The :class:`TreeDef` of ``tree``."""
-    return _flatten(tree, [], is_leaf)
+    return flatten(tree, is_leaf)[1]
 
 
 def leaf_paths(treedef, root=""):
@@ -314,14 +330,14 @@ def _matching_leaves(td, rest, is_leaf, what):
 
 
 
-def broadcast_prefix(prefix, tree, is_leaf_prefix, root="", what="prefix"):
+def broadcast_prefix(prefix, tree, is_leaf_prefix, root="", what="prefix", of="argument"):
     """Expand ``prefix`` (a tree prefix of ``tree``) to one entry per leaf of ``tree``.
 
     A prefix leaf (as decided by ``is_leaf_prefix``) applies to the whole
     subtree below it.  A mismatch raises ``ValueError`` naming the path.
     """
     out = []
-    _broadcast(prefix, tree, is_leaf_prefix, root, what, out)
+    _broadcast(prefix, tree, is_leaf_prefix, root, (what, of), out)
     return out
 
 
@@ -334,15 +350,16 @@ def _broadcast(prefix, tree, is_leaf_prefix, path, what, out):
     if pnode is _LEAF or tnode is _LEAF or type(prefix) is not type(tree) and not (
             isinstance(prefix, (tuple, list)) and isinstance(tree, (tuple, list))
             and pnode is _registry.get(type(prefix)) and tnode is _registry.get(type(tree))):
-        raise ValueError(f"{what} is not a tree prefix of the arguments: at "
-                         f"{path or '<root>'} it has a {type(prefix).__name__} where the "
-                         f"argument has a {type(tree).__name__}")
+        kind = "a leaf (an array)" if tnode is _LEAF else f"a {type(tree).__name__}"
+        raise ValueError(f"{what[0]} is not a tree prefix of the {what[1]}s: at "
+                         f"{path or '<root>'} it has a {type(prefix).__name__} "
+                         f"({prefix!r:.40}) where the {what[1]} has {kind}")
     pch, paux = pnode.flatten(prefix)
     tch, taux = tnode.flatten(tree)
     if len(pch) != len(tch) or (isinstance(tree, dict) and list(prefix) != list(tree)):
-        raise ValueError(f"{what} is not a tree prefix of the arguments: at "
+        raise ValueError(f"{what[0]} is not a tree prefix of the {what[1]}s: at "
                          f"{path or '<root>'} it has {len(pch)} entries "
-                         f"({_node_keys_text(prefix, pnode, paux, pch)}) where the argument "
+                         f"({_node_keys_text(prefix, pnode, paux, pch)}) where the {what[1]} "
                          f"has {len(tch)} ({_node_keys_text(tree, tnode, taux, tch)})")
     keys = tnode.keys(taux, len(tch))
     for k, p, t in zip(keys, pch, tch):

@@ -1,0 +1,88 @@
+"""Call-like constructs: function-level primitives (``checkpoint``, ``custom_vjp``,
+``custom_jvp``) and the one way they meet a transformation.
+
+A :class:`Call` is one application of a function to a flat list of leaves.
+:func:`bind_call` hands it, like :func:`rune.core.bind` hands a primitive, to
+the highest transformation among the leaves, through that trace's
+``process_call(call, args)`` method (JAX's ``process_call``):
+
+* ``ReverseTrace.process_call`` records one tape node for the whole call, its
+  VJP given by ``call.reverse(trace, vals, groups) -> (outs, pull)``;
+* ``ForwardTrace.process_call`` hands a call without tangents down, and
+  otherwise wraps ``call.forward(trace, primals, tangents) -> (outs, t_outs)``;
+* ``BatchTrace.process_call`` hands down ``call.batched(bdims, trace)``: the
+  same kind of call with every function vectorized.
+
+Each trace does the generic part (unwrapping, handing down, wrapping, closure
+checks); each kind of call says only what is particular to it.  With no
+transformation active, ``call.impl`` runs the function on private copies of
+the arrays, so user code never writes into the caller's arrays.
+"""
+
+from __future__ import annotations
+
+from .api_util import private_copies
+from .core import Tracer, top_trace
+
+__all__ = ["Call", "bind_call", "leaked", "closure_error"]
+
+
+class Call:
+    """One application of a function-level primitive to a flat list of leaves.
+
+    ``fun(*leaves) -> tuple of output leaves`` is the function itself.
+    Subclasses define what the traces ask for (each on values one level down):
+
+    * ``reverse(trace, vals, groups) -> (outs, pull)``: the outputs and
+      ``pull(ct_full, prevs) -> new totals`` (see ``reverse.NodeRule``), or None
+      to run the function inline;
+    * ``forward(trace, primals, tangents) -> (outs, tangent outs)``;
+    * ``batched(bdims, trace) -> Call``: the call with every function vectorized;
+    * ``leaked_outputs(trace, args)``: what to do when the outputs carry a value
+      of ``trace`` that did not come through the arguments (the function closes
+      over one): an error, or running the function inline.
+    """
+
+    kind = "function"
+
+    def __init__(self, fun, name):
+        self.fun = fun
+        self.name = name
+
+    def impl(self, args):
+        return tuple(self.fun(*private_copies(args)))
+
+    def leaked_outputs(self, trace, args):
+        raise closure_error(self, trace)
+
+    def forward(self, trace, primals, tangents):
+        raise NotImplementedError(
+            f"the {self.kind} call {self.name} cannot be used under a {trace.kind} "
+            f"(no rule for this transformation)")
+
+
+def bind_call(call, args):
+    """Hand ``call`` to the highest transformation among ``args`` (like ``core.bind``)."""
+    trace = top_trace(args, call.name)
+    if trace is None:
+        return call.impl(args)
+    process = getattr(trace, "process_call", None)
+    if process is None:
+        raise NotImplementedError(f"the {call.kind} call {call.name} cannot be used under "
+                                  f"a {trace.kind} (it has no process_call)")
+    return process(call, args)
+
+
+def leaked(values, level):
+    """The first value traced at ``level`` or above (the function closed over one), or None."""
+    for v in values:
+        if isinstance(v, Tracer) and v._trace.level >= level:
+            return v
+    return None
+
+
+def closure_error(call, trace):
+    return ValueError(
+        f"the {call.kind} function {call.name} closes over a value traced by an enclosing "
+        f"{trace.kind}; its rule would not see that value's derivative. Pass the value as "
+        f"an argument (use nondiff_argnums for values that are not differentiated)")
