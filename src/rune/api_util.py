@@ -45,8 +45,41 @@ def is_diff_leaf(x):
 
 
 def _is_number_leaf(x):
-    return isinstance(x, (Tracer, np.ndarray, np.generic, bool, int, float, complex)) \
-        or x is None
+    if type(x) is np.ndarray:
+        return x.dtype.kind != "O"
+    if isinstance(x, np.ndarray):        # subclasses: masked arrays and matrices refused
+        return foreign_message(x) is None
+    return isinstance(x, (Tracer, np.generic, bool, int, float, complex)) or x is None
+
+
+def foreign_message(x):
+    """What to pass instead of ``x``, an array type that NumPy's protocols would give a
+    wrong derivative for (SPEC 3: supported correctly, or refused at the boundary); None for
+    the arrays rune handles."""
+    t = type(x)
+    if t is np.ndarray:
+        if x.dtype.kind == "O":
+            return ("an object array: its elements are Python objects that NumPy computes on "
+                    "one by one, out of rune's sight; pass a float array "
+                    "(np.asarray(x, dtype=float))")
+        return None
+    if isinstance(x, np.ma.MaskedArray):
+        return ("a masked array: rune would differentiate its data and ignore the mask; pass "
+                "x.filled(value), or x.data with the mask as a separate argument used through "
+                "np.where")
+    if isinstance(x, np.matrix):
+        return ("an np.matrix, whose * is a matrix product: pass np.asarray(x) and use @")
+    top = t.__module__.split(".")[0]
+    if top == "pandas":
+        return (f"a pandas {t.__name__}: pass x.to_numpy() (rune transforms NumPy arrays; "
+                f"an index or labels are not carried through)")
+    if top == "xarray":
+        return (f"an xarray {t.__name__}: pass x.values (named-dimension broadcasting and "
+                f"coordinates are not carried through rune's transformations)")
+    if hasattr(x, "__array_namespace__") and not hasattr(x, "__array_function__"):
+        return (f"an array of another library ({t.__module__}.{t.__name__}): convert it with "
+                f"np.asarray(x)")
+    return None
 
 
 def shape_of(x):
@@ -182,6 +215,9 @@ def check_leaves(leaves, treedef, root, what):
     for k, x in enumerate(leaves):
         if not _is_number_leaf(x):
             path = tree_util.leaf_paths(treedef, root)[k]
+            foreign = foreign_message(x)
+            if foreign is not None:
+                raise TypeError(f"{what}: {path} is {foreign}")
             if isinstance(x, (str, bytes)) and "." in path:
                 hint = (" (a dataclass field that is not an array can be marked "
                         "field(metadata={\"static\": True}) to make it part of the "

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import tree as tree_util
-from .api_util import check_leaves, unalias
+from .api_util import check_leaves, foreign_message, unalias
 from .api_util import shape_of as _leaf_shape
 from .calls import bind_call, leaked
 from .core import (
@@ -294,6 +294,10 @@ def vmap(f, in_axes=0, out_axes=0, axis_size=None, strict=False, chunk_size=None
             return vmap(g, tuple(axes) + (0,) * len(names), out_axes, axis_size, strict,
                         chunk_size)(*args, *kwargs.values())
         leaves, in_tree = tree_util.flatten(args)
+        for k, x in enumerate(leaves):    # masked, labelled and object arrays refused
+            if foreign_message(x) is not None:
+                check_leaves([x], tree_util.structure(0), tree_util.leaf_paths(
+                    in_tree, "args")[k], f"vmap({fn_name})")
         if isinstance(in_axes, list):
             axes_prefix = tuple(in_axes)
         else:
