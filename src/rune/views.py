@@ -7,28 +7,23 @@ arrays that share memory with their base.  A traced value is immutable data behi
 mutable Python object (``x[i] = v`` rebinds ``x`` to a functional update), so rune
 emulates the sharing:
 
-* A view keeps a *link* to its base (:class:`_Link`): ``read(base)`` is the view's value
-  for a given base (the NumPy function applied again), ``write(base, v)`` is the base with
-  the view's elements replaced by ``v`` (a ``setitem`` for indexing, the inverse
-  permutation for transposes, a reshape for the reshape family, and for the rest a
-  scatter through the index map that NumPy's own function gives on ``np.arange``).
-* :func:`assign` (``Tracer._assign``, every in-place write) sets the array's value, passes
-  the write on to its base through ``write`` (views of views recurse), and refreshes the
-  live views taken from it (weak references) through ``read``.  Both directions are
-  ordinary traced operations, so derivatives, batching and nesting follow.
+* A view keeps a :class:`_Link` to its base: ``read(base)`` applies the NumPy function
+  again, ``write(base, v)`` is the base with the view's elements replaced by ``v`` (a
+  ``setitem``, the inverse permutation, a reshape, or a scatter through the index map
+  NumPy's own function gives on ``np.arange``).
+* :func:`assign` (``Tracer._assign``: every in-place write) sets the array's value, writes
+  its base through the link (views of views recurse) and refreshes the live views taken
+  from it (weak references).  All of it is traced NumPy, so every transformation follows.
 * Whether ``reshape``/``ravel`` give a view is decided as NumPy decides it, on *layout
-  proxies*: small-cost NumPy arrays with the shape and strides NumPy would give the traced
-  array (:func:`_layout`).  A fresh array's layout is its concrete value's (under ``vmap``
-  the batch axis is sliced away and the layout compacted, and C order is kept as a second
-  candidate); a view's is its base's proxy passed through the same NumPy function.  When
-  the candidates disagree, the result is a view that refuses writes with an error that
-  says what to write instead.
+  proxies*: arrays with the strides NumPy would give (:func:`_layout`).  An array that is
+  no view has its concrete value's layout (under ``vmap``, one example's, compacted, with
+  C order as a second candidate); a view has its base's proxy passed through the same
+  NumPy function.  Where candidates disagree, writes are refused with what to write.
 * Read-only views (``diagonal``, ``broadcast_to``, ``imag`` of a real array) raise NumPy's
-  ``ValueError``; writes through ``real``/``imag`` of a complex array raise
-  ``NotImplementedError`` naming the view.
+  ``ValueError``; ``real``/``imag`` of a complex array refuse writes by name.
 
-The core keeps only the slot (``Tracer._vs``) that holds a traced array's
-:class:`_State`; everything else lives here and is installed by :func:`install`.
+The core keeps only the slot ``Tracer._vs`` (a :class:`_State`); :func:`install` puts the
+rest in place.
 """
 
 from __future__ import annotations
@@ -47,28 +42,65 @@ _RAW = {}       # the handlers as registered, before install() wrapped them: no 
 
 
 class _State:
-    """The view bookkeeping of one traced array, made on its first write or view."""
+    """The view bookkeeping of one traced array (``Tracer._vs``), made on its first write or
+    view; class attributes are the defaults, so making one is cheap."""
 
-    __slots__ = ("version", "views", "prune_at", "link", "layout", "refuse")
-
-    def __init__(self):
-        self.version = 0
-        self.views = None       # weak references to the views taken from this array
-        self.prune_at = 16
-        self.link = None        # a _Link to the base, when this array is a view
-        self.layout = None      # tuple of layout proxies, once known
-        self.refuse = None      # (exception class, message) a write raises
+    version = 0             # bumped by every write
+    views = None            # weak references to the views taken from this array
+    prune_at = 16
+    link = None             # a _Link to the base, when this array is a view
+    layout = None           # tuple of layout proxies, once known
+    refuse = None           # (exception class, message) a write raises
 
 
 class _Link:
-    __slots__ = ("base", "version", "read", "write", "layout")
+    """How a view reads from and writes to its base: ``func(base, *rest, **kw)[index]``."""
 
-    def __init__(self, base, version, read, write, layout):
-        self.base = base
-        self.version = version      # the base's version this view was last synchronised with
-        self.read = read            # base -> view value
-        self.write = write          # (base, view value) -> base value
-        self.layout = layout        # base layout proxy -> view layout proxy
+    __slots__ = ("base", "version", "kind", "func", "rest", "kw", "index")
+
+    def __init__(self, base, version, kind, func, rest, kw, index):
+        self.base, self.version, self.kind = base, version, kind
+        self.func, self.rest, self.kw, self.index = func, rest, kw, index
+
+    def read(self, base):
+        """The view's value for ``base``."""
+        kind = self.kind
+        if kind == "index":
+            return FUNCTIONS["getitem"](base, self.rest[0])
+        if kind == "reshape":
+            return _raw_reshape(base, self.rest[0])
+        r = _RAW[self.func](base, *self.rest, **self.kw)
+        return r if self.index is None else r[self.index]
+
+    def layout(self, p):
+        """The view's layout proxy for the base's proxy ``p``."""
+        kind = self.kind
+        if kind == "index":
+            return p[self.rest[0]]
+        if kind == "reshape":
+            return np.reshape(p, self.rest[0], copy=False)
+        r = self.func(p, *self.rest, **self.kw)
+        return r if self.index is None else r[self.index]
+
+    def write(self, base, v):
+        """``base`` with the view's elements replaced by ``v``."""
+        kind = self.kind
+        if kind == "index":
+            return FUNCTIONS["setitem"](base, self.rest[0], v)
+        if kind == "reshape":
+            return _raw_reshape(v, tuple(base.shape))
+        shape = tuple(base.shape)
+        if kind == "perm":      # the permutation, from NumPy's function on a probe
+            probe = np.broadcast_to(np.empty(()), tuple(range(2, len(shape) + 2)))
+            perm = [d - 2 for d in self.func(probe, *self.rest, **self.kw).shape]
+            return _RAW[np.transpose](v, tuple(np.argsort(perm)))
+        # any other view: scatter through the index map NumPy's function gives on arange
+        n = int(np.prod(shape, dtype=np.int64))
+        imap = self.func(np.arange(n).reshape(shape), *self.rest, **self.kw)
+        imap = imap if self.index is None else imap[self.index]
+        flat = FUNCTIONS["setitem"](_raw_reshape(base, (n,)), np.ravel(imap),
+                                    _raw_reshape(v, (-1,)))
+        return _raw_reshape(flat, shape)
 
 
 def _state(x):
@@ -162,16 +194,16 @@ def inplace(x, out, ufunc):
     oshape = tuple(np.shape(out))
     if oshape != shape:
         raise ValueError(f"non-broadcastable output operand with shape {shape} doesn't match "
-                         f"the broadcast shape {oshape} (in-place np.{ufunc.__name__} on a traced array)")
+                         f"the broadcast shape {oshape} (np.{ufunc.__name__} in place)")
     odt = out.dtype if hasattr(out, "dtype") else np.result_type(out)
     if odt != x.dtype:
         if not np.can_cast(odt, x.dtype, "same_kind"):
             raise np._core._exceptions._UFuncOutputCastingError(
                 ufunc, "same_kind", odt, x.dtype, 0)
         out = out.astype(x.dtype)
-    if not shape:
+    if not shape:       # a NumPy scalar is immutable (the name rebinds), a 0-d view is not
         st = getattr(x, "_vs", None)
-        if st is None or st.link is None:    # a NumPy scalar: immutable, the name rebinds
+        if st is None or (st.link is None and not st.views):
             return out
     assign(x, out)
     return x
@@ -185,7 +217,7 @@ class _Ambiguous(NotImplementedError):
     """A reshape that may be a view or a copy in NumPy; writes into it are refused."""
 
 
-def _link(view, base, read, write, layout, refuse=None):
+def _link(view, base, kind, func, rest, kw=None, index=None, refuse=None):
     """Record that ``view`` (a traced result) shares memory with ``base`` in NumPy."""
     if not isinstance(view, Tracer) or view is base or view._trace is not base._trace:
         return view
@@ -195,15 +227,16 @@ def _link(view, base, read, write, layout, refuse=None):
         if refuse is not None:
             vst.refuse = refuse
         return view
-    vst.link = _Link(base, bst.version, read, write, layout)
+    vst.link = _Link(base, bst.version, kind, func, rest, kw or {}, index)
     vst.refuse = refuse if refuse is not None else bst.refuse
     ref = weakref.ref(view)
-    if bst.views is None:
+    views = bst.views
+    if views is None:
         bst.views = [ref]
     else:
-        bst.views.append(ref)
-        if len(bst.views) >= bst.prune_at:
-            bst.views = [r for r in bst.views if r() is not None]
+        views.append(ref)
+        if len(views) >= bst.prune_at:
+            bst.views = [r for r in views if r() is not None]
             bst.prune_at = max(16, 2 * len(bst.views))
     return view
 
@@ -221,9 +254,9 @@ def copy_tracer(x, order="K"):
 
 
 def _layout_like(x, order, dtype=None):
-    dtype = x.dtype if dtype is None else dtype
-    if order == "C":
-        return (np.empty(x.shape, dtype),)
+    """The layout of ``np.empty_like(x, dtype, order)``."""
+    if order == "C" or (order in ("K", "A") and _is_c(x)):
+        return _C
     return _dedupe(tuple(np.empty_like(p, dtype, order) for p in _layout(x)))
 
 
@@ -238,15 +271,45 @@ def _dedupe(proxies):
 # Layouts: what NumPy's memory layout of a traced array would be
 # --------------------------------------------------------------------------
 
+_C = "C"        # a layout: C order (its proxy is made when one is needed)
+
+
+def _c_proxy(shape, dtype):
+    """An array of ``shape`` in C order that owns no memory: only views and
+    ``reshape(copy=False)`` ever see it, so its data is never read."""
+    dtype = np.dtype(dtype)
+    strides, step = [], dtype.itemsize
+    for d in reversed(shape):
+        strides.append(step)
+        step *= max(d, 1)
+    return np.lib.stride_tricks.as_strided(np.empty(1, dtype), shape, tuple(strides[::-1]))
+
+
 def _layout(x):
+    """The layout proxies of ``x``: one, or two candidates where rune cannot know."""
     st = _state(x)
-    if st.layout is None:
+    layout = st.layout
+    if layout is None:
         link = st.link
         if link is not None:
-            st.layout = _dedupe(tuple(link.layout(p) for p in _layout(link.base)))
+            layout = _dedupe(tuple(link.layout(p) for p in _layout(link.base)))
         else:
-            st.layout = _root_layout(x)
-    return st.layout
+            layout = _root_layout(x)
+    if layout is _C:
+        layout = (_c_proxy(tuple(x.shape), x.dtype),)
+    st.layout = layout
+    return layout
+
+
+def _is_c(x):
+    """Whether ``x`` is C-contiguous in NumPy (cheaply, for the common cases)."""
+    st = getattr(x, "_vs", None)
+    if st is None or (st.link is None and st.layout is None):
+        return _example(x)[0] is None
+    if st.layout is _C:
+        return True
+    layout = _layout(x)
+    return len(layout) == 1 and layout[0].flags.c_contiguous
 
 
 def _root_layout(x):
@@ -254,41 +317,47 @@ def _root_layout(x):
     ``grad``/``jvp``).  Under ``vmap`` the batch axes are sliced away and the rest compacted;
     since batching rules may lay out data unlike NumPy's per-example call, C order stays a
     second candidate there."""
-    shape = tuple(x.shape)
-    c = np.empty(shape, x.dtype)
-    if len(shape) < 2:
-        return (c,)
+    v, batched = _example(x)
+    if v is None:
+        return _C
+    if batched:
+        k = np.empty_like(v, order="K")
+        return _C if k.flags.c_contiguous else (_c_proxy(tuple(x.shape), x.dtype), k)
+    return (v,)
+
+
+def _example(x):
+    """``x``'s concrete value for one example, or None when it is C-contiguous (or has
+    fewer than two axes, where NumPy's reshapes never copy)."""
+    if len(x.shape) < 2:
+        return None, False
     bdims = []
     v = x
     while isinstance(v, Tracer):
         bdims.append(getattr(v, "_bdim", None))
         v = v._val
     if not isinstance(v, np.ndarray):
-        return (c,)
+        return None, False
     batched = False
     for b in reversed(bdims):
         if b is not None:
             if v.shape[b] == 0:
-                return (c,)
+                return None, False
             batched = True
             v = v[(slice(None),) * b + (0,)]
-    if v.shape != shape or v.flags.c_contiguous:
-        return (c,)
-    if batched:
-        k = np.empty_like(v, order="K")
-        return (c,) if k.flags.c_contiguous else (c, k)
-    return (v,)
+    if v.flags.c_contiguous or v.shape != tuple(x.shape):
+        return None, False
+    return v, batched
 
 
 def _reshape_layouts(x, shape, ravel):
-    """Each proxy of ``x`` reshaped without a copy, or None where NumPy would copy."""
+    """Each proxy of ``x`` reshaped without a copy, or None where NumPy would copy (ravel:
+    unless C-contiguous; reshape: unless the strides cannot be split and merged)."""
     out = []
     for p in _layout(x):
-        if ravel:
-            out.append(p.reshape(-1) if p.flags.c_contiguous else None)
-            continue
         try:
-            out.append(np.reshape(p, shape, copy=False))
+            out.append(None if ravel and not p.flags.c_contiguous else
+                       np.reshape(p, shape, copy=False))
         except ValueError:
             out.append(None)
     return out
@@ -302,128 +371,83 @@ def _raw_reshape(v, shape):
     return _RAW[np.reshape](v, shape)
 
 
-def _transpose_write(func, rest, kw, index=None):
-    def write(base, v):
-        probe = np.broadcast_to(np.empty(()), tuple(range(2, len(base.shape) + 2)))
-        out = func(probe, *rest, **kw)
-        if index is not None:
-            out = out[index]
-        perm = [d - 2 for d in out.shape]
-        return _RAW[np.transpose](v, tuple(np.argsort(perm)))
-    return write
-
-
-def _reshape_write(base, v):
-    return _raw_reshape(v, tuple(base.shape))
-
-
-def _scatter_write(func, rest, kw, index=None):
-    """The write of any view, through the index map NumPy's ``func`` gives on ``arange``."""
-    def write(base, v):
-        shape = tuple(base.shape)
-        n = int(np.prod(shape, dtype=np.int64))
-        imap = func(np.arange(n).reshape(shape), *rest, **kw)
-        if index is not None:
-            imap = imap[index]
-        flat = FUNCTIONS["setitem"](_raw_reshape(base, (n,)), np.ravel(imap),
-                                    _raw_reshape(v, (-1,)))
-        return _raw_reshape(flat, shape)
-    return write
-
-
 def _readonly(what, hint):
     return (ValueError, f"assignment destination is read-only: {what} of a traced array is "
                         f"a read-only view in NumPy; {hint}")
 
 
-def _complex_part(what):
-    return (NotImplementedError,
-            f"a write through {what} of a traced complex array is not supported (NumPy "
-            f"writes that part of the base in place); build the new array instead: "
-            f"z = v + 1j * z.imag for the real part, z = z.real + 1j * v for the imaginary")
+_DIAGONAL_RO = _readonly("np.diagonal", "write the diagonal with np.fill_diagonal(a, v) or "
+                         "a[i, i] = v with i = np.arange(n)")
+_BROADCAST_RO = _readonly("np.broadcast_to", "write into the array before broadcasting, or "
+                          "take a copy (np.broadcast_to(a, shape).copy())")
+_IMAG_RO = _readonly("x.imag", "a real array has no imaginary part to write into")
+_COMPLEX_PART = (NotImplementedError,
+                 "a write through x.real or x.imag of a traced complex array is not supported "
+                 "(NumPy writes that part of the base in place); build the new array instead: "
+                 "z = v + 1j * z.imag for the real part, z = z.real + 1j * v for the imaginary")
+
+# How each view-returning function's views write into their base (see _Link.write).
+_KINDS = dict.fromkeys(("transpose", "permute_dims", "matrix_transpose", "swapaxes",
+                        "moveaxis"), "perm")
+_KINDS.update(dict.fromkeys(("squeeze", "expand_dims", "atleast_1d", "atleast_2d",
+                             "atleast_3d"), "reshape"))
+_KINDS.update(dict.fromkeys(("flip", "fliplr", "flipud", "rot90", "split", "array_split",
+                             "hsplit", "vsplit", "dsplit"), "scatter"))
+_KINDS.update(diagonal="ro", diag="ro", broadcast_to="ro", broadcast_arrays="ro",
+              real="part", imag="part")
 
 
-_TRANSPOSES = ("transpose", "permute_dims", "matrix_transpose", "swapaxes", "moveaxis")
-_RESHAPES = ("squeeze", "expand_dims", "atleast_1d", "atleast_2d", "atleast_3d")
-_SCATTERS = ("flip", "fliplr", "flipud", "rot90", "split", "array_split", "hsplit",
-             "vsplit", "dsplit")
-
-
-def _wrap(func, kind):
+def _wrap(func):
     raw = FUNCTIONS[func]
     _RAW[func] = raw
+    kind = _KINDS[func.__name__]
     first = next(iter(inspect.signature(func).parameters))
+    each = func.__name__.startswith(("atleast", "broadcast_arrays"))
 
     def handler(*args, **kwargs):
         if not args:
             args = (kwargs.pop(first),)
         out = raw(*args, **kwargs)
-        if kind == "each":          # atleast_*d, broadcast_arrays: one view per argument
-            if func is np.broadcast_arrays:
-                return type(out)(_view_of(np.broadcast_to, o, a, (tuple(np.shape(o)),), {},
-                                          None) for o, a in zip(out, args))
-            if len(args) == 1:
-                return _view_of(func, out, args[0], (), kwargs, None)
-            return type(out)(_view_of(func, o, a, (), kwargs, None) for o, a in zip(out, args))
+        if each:                  # atleast_*d, broadcast_arrays: one view per argument
+            if not isinstance(out, (list, tuple)):
+                return _view_of(func, kind, out, args[0], (), kwargs, None)
+            return type(out)(_view_of(func, kind, o, a, (), kwargs, None)
+                             for o, a in zip(out, args))
         base = args[0]
         if not isinstance(base, Tracer):
             return out
-        rest = args[1:]
         if isinstance(out, (list, tuple)):
-            return type(out)(_view_of(func, o, base, rest, kwargs, i) for i, o in enumerate(out))
-        return _view_of(func, out, base, rest, kwargs, None)
+            return type(out)(_view_of(func, kind, o, base, args[1:], kwargs, i)
+                             for i, o in enumerate(out))
+        return _view_of(func, kind, out, base, args[1:], kwargs, None)
 
     handler.__wrapped__ = raw
     handler.__name__ = getattr(raw, "__name__", func.__name__)
     FUNCTIONS[func] = handler
 
 
-def _view_of(func, out, base, rest, kw, index):
-    if not isinstance(base, Tracer):
+def _view_of(func, kind, out, base, rest, kw, index):
+    if not isinstance(base, Tracer) or not isinstance(out, Tracer):
         return out
-    name = func.__name__
-
-    def read(b):
-        r = _RAW[func](b, *rest, **kw)
-        return r if index is None else r[index]
-
-    def layout(p):
-        r = func(p, *rest, **kw)
-        return r if index is None else r[index]
-
+    if kind == "reshape":
+        return _link(out, base, "reshape", None, (tuple(out.shape),))
     refuse = None
-    if name in _TRANSPOSES:
-        write = _transpose_write(func, rest, kw)
-    elif name in _RESHAPES:
-        write = _reshape_write
-    elif name in _SCATTERS:
-        write = _scatter_write(func, rest, kw, index)
-    elif name in ("diagonal", "diag"):
-        if len(base.shape) != 2 and name == "diag":
-            return out                      # np.diag of a vector builds a new matrix
-        write = None
-        refuse = _readonly(f"np.{name}", "write the diagonal with np.fill_diagonal(a, v) "
-                           "or a[i, i] = v with i = np.arange(n)")
-    elif name in ("broadcast_to", "broadcast_arrays"):
-        write = None
-        refuse = _readonly(f"np.{name}", "write into the array before broadcasting, or "
-                           "take a copy (np.broadcast_to(a, shape).copy())")
-    elif name in ("real", "imag"):
+    if kind == "ro":
+        if func is np.diag and len(base.shape) != 2:
+            return out                  # np.diag of a vector builds a new matrix
+        if func is np.broadcast_arrays:
+            func, rest, kw = np.broadcast_to, (tuple(out.shape),), {}
+        refuse = _DIAGONAL_RO if func in (np.diagonal, np.diag) else _BROADCAST_RO
+    elif kind == "part":
         if not np.iscomplexobj(base):
-            if name == "imag":      # NumPy: a new read-only array of zeros, no view
-                if isinstance(out, Tracer):
-                    _state(out).refuse = _readonly(
-                        "x.imag", "a real array has no imaginary part to write into")
-                return out
-            return out              # x.real of a real array is x itself
-        write = None
-        refuse = _complex_part(f"x.{name}")
-    else:                                   # pragma: no cover - a table entry without a rule
-        raise AssertionError(name)
-    if out is base and refuse is not None:  # broadcast_to(a, a.shape): still read-only
+            if func is np.imag:         # NumPy: a new read-only array of zeros, no view
+                _state(out).refuse = _IMAG_RO
+            return out                  # x.real of a real array is x itself
+        refuse = _COMPLEX_PART
+    if out is base and refuse is not None:     # broadcast_to(a, a.shape): still read-only
         out = copy_tracer(base)
         _state(out).layout = None
-    return _link(out, base, read, write, layout, refuse)
+    return _link(out, base, kind, func, rest, kw, index, refuse)
 
 
 def _reshape(a, shape=None, order="C", *, newshape=None, copy=None):
@@ -434,7 +458,7 @@ def _reshape(a, shape=None, order="C", *, newshape=None, copy=None):
     if copy is True:
         if out is a:
             return copy_tracer(a, "C")
-        _state(out).layout = (np.empty(tuple(out.shape), out.dtype),)
+        _state(out).layout = _C
         return out
     return _reshape_view(a, out, tuple(out.shape), False, copy, "np.reshape")
 
@@ -447,6 +471,8 @@ def _ravel(a, order="C"):
 
 
 def _reshape_view(a, out, shape, ravel, copy, what):
+    if _is_c(a):
+        return _link(out, a, "reshape", None, (shape,))   # C-contiguous: always a view
     proxies = _reshape_layouts(a, shape, ravel)
     views = [p is not None for p in proxies]
     if not any(views):                  # NumPy copies: a new C-ordered array
@@ -455,7 +481,7 @@ def _reshape_view(a, out, shape, ravel, copy, what):
         if out is a:
             out = copy_tracer(a, "C")
         else:
-            _state(out).layout = (np.empty(shape, a.dtype),)
+            _state(out).layout = _C
         return out
     refuse = None
     if not all(views):
@@ -468,9 +494,9 @@ def _reshape_view(a, out, shape, ravel, copy, what):
             out = copy_tracer(a)
     if out is a:
         return out
-    _state(out).layout = tuple(p if p is not None else np.empty(shape, a.dtype)
+    _state(out).layout = tuple(p if p is not None else _c_proxy(shape, a.dtype)
                                for p in proxies)
-    return _link(out, a, lambda b: _raw_reshape(b, shape), _reshape_write, None, refuse)
+    return _link(out, a, "reshape", None, (shape,), refuse=refuse)
 
 
 def _copy_with_layout(func, order_arg):
@@ -511,17 +537,12 @@ def getitem(self, idx):
     """``x[idx]``: basic indexing gives a view, as in NumPy (``y[1][:] = 0`` writes ``y``)."""
     out = FUNCTIONS["getitem"](self, idx)
     if _is_view_index(idx, out):
-        _link(out, self, lambda b: FUNCTIONS["getitem"](b, idx),
-              lambda b, v: FUNCTIONS["setitem"](b, idx, v), lambda p: p[idx])
+        _link(out, self, "index", None, (idx,))
     return out
 
 
 def setitem(self, idx, value):
     assign(self, FUNCTIONS["setitem"](self, idx, value))
-
-
-def _transposed(self):
-    return FUNCTIONS[np.transpose](self, None)
 
 
 class FlatView:
@@ -562,13 +583,7 @@ def _set_flat(self, values):
 
 
 def _set_part(name):
-    def setter(self, value):
-        part = getattr(self, name)
-        if part is self:
-            setitem(self, Ellipsis, value)
-        else:
-            setitem(part, Ellipsis, value)
-    return setter
+    return lambda self, value: setitem(getattr(self, name), Ellipsis, value)
 
 
 def install():
@@ -576,13 +591,10 @@ def install():
     that take views (once every rule module has registered its handlers)."""
     if _RAW:
         return
-    for fname in _TRANSPOSES + _RESHAPES + _SCATTERS + ("diagonal", "diag", "broadcast_to",
-                                                        "real", "imag"):
+    for fname in _KINDS:
         f = getattr(np, fname, None)
         if f is not None and f in FUNCTIONS:
-            _wrap(f, "each" if fname.startswith("atleast") else "one")
-    if np.broadcast_arrays in FUNCTIONS:
-        _wrap(np.broadcast_arrays, "each")
+            _wrap(f)
     for f, new in ((np.reshape, _reshape), (np.ravel, _ravel)):
         _RAW[f] = FUNCTIONS[f]
         new.__wrapped__ = FUNCTIONS[f]
@@ -597,7 +609,7 @@ def install():
     T.__copy__ = lambda self: copy_tracer(self, "K")
     T.__deepcopy__ = lambda self, memo: copy_tracer(self, "K")
     T.flatten = lambda self, order="C": copy_tracer(_RAW[np.ravel](self), "C")
-    T.T = property(_transposed)
+    T.T = property(lambda self: FUNCTIONS[np.transpose](self, None))
     T.real = property(lambda self: np.real(self), _set_part("real"))
     T.imag = property(lambda self: np.imag(self), _set_part("imag"))
     T.flat = property(FlatView, _set_flat)
