@@ -354,3 +354,33 @@ def test_views_under_vmap_with_the_batch_axis_inside():
     xs = np.arange(24.0).reshape(2, 3, 4)
     for ax in (0, 1, 2):
         check_vmap(f, np.moveaxis(xs, 0, ax), in_axes=ax)
+
+
+def test_copies_keep_numpys_order():
+    def f(x):
+        y = x * 1.0
+        fo = y.copy(order="F")          # Fortran order: its ravel is a copy
+        fo.ravel()[0] = 100.0
+        co = y.copy()                   # C order: its ravel is a view
+        co.ravel()[0] = 100.0
+        return np.concatenate([np.ravel(fo), np.ravel(co), np.ravel(y)])
+
+    x = np.arange(6.0).reshape(2, 3)
+    np.testing.assert_array_equal(rune.vjp(f, x)[0], f(x.copy()))
+    check_vmap(f, np.stack([x, x + 1.0]))
+
+
+def test_unknown_layout_under_vmap_matches_or_refuses_by_name():
+    def f(x):
+        z = np.sin(x.T)                 # Fortran-ordered in NumPy: its reshape is a copy
+        z.reshape(-1)[0] = 100.0
+        return z
+
+    x = np.arange(6.0).reshape(2, 3)
+    np.testing.assert_array_equal(rune.vjp(f, x)[0], f(x.copy()))
+    try:
+        got = rune.vmap(f)(np.stack([x, x + 1.0]))
+    except NotImplementedError as e:
+        assert "reshape" in str(e) and ".copy()" in str(e)
+    else:
+        np.testing.assert_array_equal(got, np.stack([f(x.copy()), f(x + 1.0)]))

@@ -343,9 +343,34 @@ def _binary(prim, ufunc=None):
         return bind(prim, other, self)
 
     def iop(self, other):
-        return views.inplace(self, op(self, other), ufunc)
+        return _inplace(self, op(self, other), ufunc)
 
     return op, rop, iop
+
+
+_CastingError = getattr(getattr(np, "_core", None) and np._core._exceptions,
+                        "_UFuncOutputCastingError", None) or (lambda uf, c, a, b, i: TypeError(
+                            f"Cannot cast ufunc {uf.__name__!r} output from {a!r} to {b!r} "
+                            f"with casting rule {c!r}"))
+
+
+def _inplace(x, out, ufunc):
+    """``x op= y`` as NumPy: ``out`` (``x op y``) must keep ``x``'s shape, and cast to its
+    dtype under ``same_kind``; then ``x`` is updated in place."""
+    shape = tuple(x.shape)
+    oshape = tuple(np.shape(out))
+    if oshape != shape:
+        raise ValueError(f"non-broadcastable output operand with shape {shape} doesn't match "
+                         f"the broadcast shape {oshape} (np.{ufunc.__name__} in place)")
+    odt = out.dtype if hasattr(out, "dtype") else np.result_type(out)
+    if odt != x.dtype:
+        if not np.can_cast(odt, x.dtype, "same_kind"):
+            raise _CastingError(ufunc, "same_kind", odt, x.dtype, 0)   # NumPy's own error
+        out = out.astype(x.dtype)
+    if not shape and not views.shares_memory(x):
+        return out      # a NumPy scalar is immutable: the name rebinds (a 0-d view does not)
+    x._assign(out)
+    return x
 
 
 def _method(np_func):

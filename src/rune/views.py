@@ -36,7 +36,7 @@ import numpy as np
 from .core import Tracer, ArrayMixin
 from .dispatch import FUNCTIONS
 
-__all__ = ["assign", "install", "copy_tracer"]
+__all__ = ["assign", "install", "copy_tracer", "shares_memory"]
 
 _RAW = {}       # the handlers as registered, before install() wrapped them: no links
 
@@ -62,45 +62,54 @@ class _Link:
         self.base, self.version, self.kind = base, version, kind
         self.func, self.rest, self.kw, self.index = func, rest, kw, index
 
+    def _apply(self, f, x):
+        r = f(x, *self.rest, **self.kw)
+        return r if self.index is None else r[self.index]
+
     def read(self, base):
         """The view's value for ``base``."""
-        kind = self.kind
-        if kind == "index":
+        if self.kind == "index":
             return FUNCTIONS["getitem"](base, self.rest[0])
-        if kind == "reshape":
+        if self.kind == "reshape":
             return _raw_reshape(base, self.rest[0])
-        r = _RAW[self.func](base, *self.rest, **self.kw)
-        return r if self.index is None else r[self.index]
+        return self._apply(_RAW[self.func], base)
 
     def layout(self, p):
         """The view's layout proxy for the base's proxy ``p``."""
-        kind = self.kind
-        if kind == "index":
+        if self.kind == "index":
             return p[self.rest[0]]
-        if kind == "reshape":
+        if self.kind == "reshape":
             return np.reshape(p, self.rest[0], copy=False)
-        r = self.func(p, *self.rest, **self.kw)
-        return r if self.index is None else r[self.index]
+        return self._apply(self.func, p)
 
     def write(self, base, v):
         """``base`` with the view's elements replaced by ``v``."""
-        kind = self.kind
+        kind, shape = self.kind, tuple(base.shape)
         if kind == "index":
             return FUNCTIONS["setitem"](base, self.rest[0], v)
         if kind == "reshape":
-            return _raw_reshape(v, tuple(base.shape))
-        shape = tuple(base.shape)
+            return _raw_reshape(v, shape)
         if kind == "perm":      # the permutation, from NumPy's function on a probe
             probe = np.broadcast_to(np.empty(()), tuple(range(2, len(shape) + 2)))
-            perm = [d - 2 for d in self.func(probe, *self.rest, **self.kw).shape]
+            perm = [d - 2 for d in self._apply(self.func, probe).shape]
             return _RAW[np.transpose](v, tuple(np.argsort(perm)))
         # any other view: scatter through the index map NumPy's function gives on arange
         n = int(np.prod(shape, dtype=np.int64))
-        imap = self.func(np.arange(n).reshape(shape), *self.rest, **self.kw)
-        imap = imap if self.index is None else imap[self.index]
+        imap = self._apply(self.func, np.arange(n).reshape(shape))
         flat = FUNCTIONS["setitem"](_raw_reshape(base, (n,)), np.ravel(imap),
                                     _raw_reshape(v, (-1,)))
         return _raw_reshape(flat, shape)
+
+
+def shares_memory(x):
+    """Whether the traced array ``x`` is a view, or has views taken from it."""
+    st = getattr(x, "_vs", None)
+    return st is not None and (st.link is not None or bool(st.views))
+
+
+def _with_layout(x, layout):
+    _state(x).layout = layout
+    return x
 
 
 def _state(x):
@@ -116,7 +125,16 @@ def _state(x):
 
 def assign(x, new, _writer=None):
     """In-place update of the traced array ``x`` (``x[i] = v``, ``x += v``): ``x`` now
-    stands for ``new``; its base (if ``x`` is a view) and its views see the change."""
+    stands for ``new``; its base (if ``x`` is a view) and its views see the change.
+
+    >>> import numpy as np, rune
+    >>> def f(x):
+    ...     y = x.copy()
+    ...     y.reshape(2, 2)[0] = 0.0      # a view in NumPy: the write reaches y
+    ...     return np.sum(y * x)
+    >>> rune.grad(f)(np.arange(4.0))
+    array([0., 0., 4., 6.])
+    """
     st = _state(x)
     if st.refuse is not None:
         raise st.refuse[0](st.refuse[1])
@@ -187,28 +205,6 @@ def _set(x, new):
             setattr(x, name, value)
 
 
-def inplace(x, out, ufunc):
-    """``x op= y`` as NumPy: ``out`` (``x op y``) must keep ``x``'s shape, and cast to its
-    dtype under ``same_kind``; then ``x`` is updated in place."""
-    shape = tuple(x.shape)
-    oshape = tuple(np.shape(out))
-    if oshape != shape:
-        raise ValueError(f"non-broadcastable output operand with shape {shape} doesn't match "
-                         f"the broadcast shape {oshape} (np.{ufunc.__name__} in place)")
-    odt = out.dtype if hasattr(out, "dtype") else np.result_type(out)
-    if odt != x.dtype:
-        if not np.can_cast(odt, x.dtype, "same_kind"):
-            raise np._core._exceptions._UFuncOutputCastingError(
-                ufunc, "same_kind", odt, x.dtype, 0)
-        out = out.astype(x.dtype)
-    if not shape:       # a NumPy scalar is immutable (the name rebinds), a 0-d view is not
-        st = getattr(x, "_vs", None)
-        if st is None or (st.link is None and not st.views):
-            return out
-    assign(x, out)
-    return x
-
-
 # --------------------------------------------------------------------------
 # Links
 # --------------------------------------------------------------------------
@@ -243,7 +239,17 @@ def _link(view, base, kind, func, rest, kw=None, index=None, refuse=None):
 
 def copy_tracer(x, order="K"):
     """A copy of the traced array ``x`` (``x.copy()``, ``np.copy``): not a view of ``x``;
-    its layout is NumPy's for a copy in ``order``."""
+    its layout is NumPy's for a copy in ``order``.
+
+    >>> import numpy as np, rune
+    >>> def f(x):
+    ...     c = x.T.copy()                # C order: its reshape is a view of c ...
+    ...     c.reshape(-1)[0] = 5.0
+    ...     return c                      # ... but never of x
+    >>> rune.vjp(f, np.ones((2, 2)))[0]
+    array([[5., 1.],
+           [1., 1.]])
+    """
     new = object.__new__(type(x))
     for cls in type(x).__mro__:
         for s in getattr(cls, "__slots__", ()):
@@ -408,18 +414,14 @@ def _wrap(func):
         if not args:
             args = (kwargs.pop(first),)
         out = raw(*args, **kwargs)
+        many = isinstance(out, (list, tuple))
+        outs = out if many else (out,)
         if each:                  # atleast_*d, broadcast_arrays: one view per argument
-            if not isinstance(out, (list, tuple)):
-                return _view_of(func, kind, out, args[0], (), kwargs, None)
-            return type(out)(_view_of(func, kind, o, a, (), kwargs, None)
-                             for o, a in zip(out, args))
-        base = args[0]
-        if not isinstance(base, Tracer):
-            return out
-        if isinstance(out, (list, tuple)):
-            return type(out)(_view_of(func, kind, o, base, args[1:], kwargs, i)
-                             for i, o in enumerate(out))
-        return _view_of(func, kind, out, base, args[1:], kwargs, None)
+            views = [_view_of(func, kind, o, a, (), kwargs, None) for o, a in zip(outs, args)]
+        else:
+            views = [_view_of(func, kind, o, args[0], args[1:], kwargs, i if many else None)
+                     for i, o in enumerate(outs)]
+        return type(out)(views) if many else views[0]
 
     handler.__wrapped__ = raw
     handler.__name__ = getattr(raw, "__name__", func.__name__)
@@ -445,8 +447,7 @@ def _view_of(func, kind, out, base, rest, kw, index):
             return out                  # x.real of a real array is x itself
         refuse = _COMPLEX_PART
     if out is base and refuse is not None:     # broadcast_to(a, a.shape): still read-only
-        out = copy_tracer(base)
-        _state(out).layout = None
+        out = _with_layout(copy_tracer(base), None)
     return _link(out, base, kind, func, rest, kw, index, refuse)
 
 
@@ -456,14 +457,14 @@ def _reshape(a, shape=None, order="C", *, newshape=None, copy=None):
     if not isinstance(a, Tracer) or not isinstance(out, Tracer):
         return out
     if copy is True:
-        if out is a:
-            return copy_tracer(a, "C")
-        _state(out).layout = _C
-        return out
+        return copy_tracer(a, "C") if out is a else _with_layout(out, _C)
     return _reshape_view(a, out, tuple(out.shape), False, copy, "np.reshape")
 
 
 def _ravel(a, order="C"):
+    if order != "C" and isinstance(a, Tracer):
+        raise NotImplementedError(f"np.ravel(order={order!r}) is not supported on traced "
+                                  f"values; use np.ravel(np.transpose(a)) for Fortran order")
     out = _RAW[np.ravel](a, order)
     if not isinstance(a, Tracer) or not isinstance(out, Tracer):
         return out
@@ -478,11 +479,7 @@ def _reshape_view(a, out, shape, ravel, copy, what):
     if not any(views):                  # NumPy copies: a new C-ordered array
         if copy is False:
             raise ValueError("Unable to avoid creating a copy while reshaping.")
-        if out is a:
-            out = copy_tracer(a, "C")
-        else:
-            _state(out).layout = _C
-        return out
+        return copy_tracer(a, "C") if out is a else _with_layout(out, _C)
     refuse = None
     if not all(views):
         refuse = (_Ambiguous,
@@ -506,7 +503,7 @@ def _copy_with_layout(func, order_arg):
     def handler(a, *args, **kwargs):
         out = raw(a, *args, **kwargs)
         if isinstance(a, Tracer) and isinstance(out, Tracer) and out is not a \
-                and kwargs.get("shape") is None:
+                and tuple(out.shape) == tuple(a.shape):
             order = kwargs.get("order", args[order_arg] if len(args) > order_arg else "K")
             _state(out).layout = _layout_like(a, order if order in ("C", "F", "A", "K")
                                               else "K", out.dtype)
