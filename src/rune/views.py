@@ -217,20 +217,23 @@ def _link(view, base, kind, func, rest, kw=None, index=None, refuse=None):
     """Record that ``view`` (a traced result) shares memory with ``base`` in NumPy."""
     if not isinstance(view, Tracer) or view is base or view._trace is not base._trace:
         return view
-    bst = _state(base)
-    vst = _state(view)
-    if vst.link is not None:        # already a view (of an intermediate view of ``base``)
+    bst = getattr(base, "_vs", None)
+    if bst is None:
+        bst = base._vs = _State()
+    vst = getattr(view, "_vs", None)
+    if vst is None:
+        vst = view._vs = _State()
+    elif vst.link is not None:      # already a view (of an intermediate view of ``base``)
         if refuse is not None:
             vst.refuse = refuse
         return view
     vst.link = _Link(base, bst.version, kind, func, rest, kw or {}, index)
     vst.refuse = refuse if refuse is not None else bst.refuse
-    ref = weakref.ref(view)
     views = bst.views
     if views is None:
-        bst.views = [ref]
+        bst.views = [weakref.ref(view)]
     else:
-        views.append(ref)
+        views.append(weakref.ref(view))
         if len(views) >= bst.prune_at:
             bst.views = [r for r in views if r() is not None]
             bst.prune_at = max(16, 2 * len(bst.views))
@@ -403,6 +406,9 @@ _KINDS.update(diagonal="ro", diag="ro", broadcast_to="ro", broadcast_arrays="ro"
               real="part", imag="part")
 
 
+_PLAIN = ("perm", "scatter")     # kinds whose views need nothing but the link
+
+
 def _wrap(func):
     raw = FUNCTIONS[func]
     _RAW[func] = raw
@@ -414,14 +420,20 @@ def _wrap(func):
         if not args:
             args = (kwargs.pop(first),)
         out = raw(*args, **kwargs)
-        many = isinstance(out, (list, tuple))
-        outs = out if many else (out,)
+        if isinstance(out, Tracer):             # the common case: one traced result
+            if out is args[0] or not isinstance(args[0], Tracer):
+                return out
+            if kind in _PLAIN and out._trace is args[0]._trace:
+                return _link(out, args[0], kind, func, args[1:], kwargs)
+            return _view_of(func, kind, out, args[0], args[1:], kwargs, None)
+        if not isinstance(out, (list, tuple)):
+            return out
         if each:                  # atleast_*d, broadcast_arrays: one view per argument
-            views = [_view_of(func, kind, o, a, (), kwargs, None) for o, a in zip(outs, args)]
+            views = [_view_of(func, kind, o, a, (), kwargs, None) for o, a in zip(out, args)]
         else:
-            views = [_view_of(func, kind, o, args[0], args[1:], kwargs, i if many else None)
-                     for i, o in enumerate(outs)]
-        return type(out)(views) if many else views[0]
+            views = [_view_of(func, kind, o, args[0], args[1:], kwargs, i)
+                     for i, o in enumerate(out)]
+        return type(out)(views)
 
     handler.__wrapped__ = raw
     handler.__name__ = getattr(raw, "__name__", func.__name__)
@@ -590,7 +602,7 @@ def install():
         return
     for fname in _KINDS:
         f = getattr(np, fname, None)
-        if f is not None and f in FUNCTIONS:
+        if f is not None and f in FUNCTIONS and f not in _RAW:    # permute_dims is transpose
             _wrap(f)
     for f, new in ((np.reshape, _reshape), (np.ravel, _ravel)):
         _RAW[f] = FUNCTIONS[f]
