@@ -1,9 +1,7 @@
 """Views: writes through them reach their base, and writes into the base reach them, as in NumPy.
 
-NumPy's basic indexing, ``.T``, ``transpose``, ``swapaxes``, ``moveaxis``, ``squeeze``,
-``expand_dims``, ``reshape``/``ravel`` (when no copy is needed), ``flip``, ``rot90``, the
-``split`` family, ``diagonal``, ``broadcast_to`` and ``real``/``imag`` return *views*:
-arrays that share memory with their base.  A traced value is immutable data behind a
+NumPy's basic indexing, ``.T``, ``transpose``, ``reshape`` and the rest return *views*
+(arrays sharing memory with their base).  A traced value is immutable data behind a
 mutable Python object (``x[i] = v`` rebinds ``x`` to a functional update), so rune
 emulates the sharing:
 
@@ -119,9 +117,7 @@ def _state(x):
     return st
 
 
-# --------------------------------------------------------------------------
-# Writes
-# --------------------------------------------------------------------------
+# ---- Writes ------------------------------------------------------------------------------
 
 def assign(x, new, _writer=None):
     """In-place update of the traced array ``x`` (``x[i] = v``, ``x += v``): ``x`` now
@@ -205,9 +201,7 @@ def _set(x, new):
             setattr(x, name, value)
 
 
-# --------------------------------------------------------------------------
-# Links
-# --------------------------------------------------------------------------
+# ---- Links -------------------------------------------------------------------------------
 
 class _Ambiguous(NotImplementedError):
     """A reshape that may be a view or a copy in NumPy; writes into it are refused."""
@@ -215,7 +209,8 @@ class _Ambiguous(NotImplementedError):
 
 def _link(view, base, kind, func, rest, kw=None, index=None, refuse=None):
     """Record that ``view`` (a traced result) shares memory with ``base`` in NumPy."""
-    if not isinstance(view, Tracer) or view is base or view._trace is not base._trace:
+    if not isinstance(view, Tracer) or view is base or not isinstance(base, Tracer) \
+            or view._trace is not base._trace:
         return view
     bst = getattr(base, "_vs", None)
     if bst is None:
@@ -276,9 +271,7 @@ def _dedupe(proxies):
     return proxies
 
 
-# --------------------------------------------------------------------------
-# Layouts: what NumPy's memory layout of a traced array would be
-# --------------------------------------------------------------------------
+# ---- Layouts: what NumPy's memory layout of a traced array would be ----------------------
 
 _C = "C"        # a layout: C order (its proxy is made when one is needed)
 
@@ -372,9 +365,7 @@ def _reshape_layouts(x, shape, ravel):
     return out
 
 
-# --------------------------------------------------------------------------
-# The view-returning functions
-# --------------------------------------------------------------------------
+# ---- The view-returning functions --------------------------------------------------------
 
 def _raw_reshape(v, shape):
     return _RAW[np.reshape](v, shape)
@@ -421,9 +412,7 @@ def _wrap(func):
             args = (kwargs.pop(first),)
         out = raw(*args, **kwargs)
         if isinstance(out, Tracer):             # the common case: one traced result
-            if out is args[0] or not isinstance(args[0], Tracer):
-                return out
-            if kind in _PLAIN and out._trace is args[0]._trace:
+            if kind in _PLAIN:
                 return _link(out, args[0], kind, func, args[1:], kwargs)
             return _view_of(func, kind, out, args[0], args[1:], kwargs, None)
         if not isinstance(out, (list, tuple)):
@@ -525,9 +514,7 @@ def _copy_with_layout(func, order_arg):
     FUNCTIONS[func] = handler
 
 
-# --------------------------------------------------------------------------
-# Methods and properties of traced arrays
-# --------------------------------------------------------------------------
+# ---- Methods and properties of traced arrays ---------------------------------------------
 
 def _is_view_index(idx, out):
     """Basic indexing gives a view, except all-integer indexing down to one element (a
@@ -552,6 +539,14 @@ def getitem(self, idx):
 
 def setitem(self, idx, value):
     assign(self, FUNCTIONS["setitem"](self, idx, value))
+
+
+def _setitem_0d(self, idx, value):
+    """``v[...] = x`` on a 0-d view (``y[1, ...]``); other 0-d values are NumPy scalars."""
+    if not shares_memory(self):
+        raise TypeError("a traced scalar does not support item assignment (NumPy scalars "
+                        "are immutable); write into the array it came from, y[i] = v")
+    setitem(self, idx, value)
 
 
 class FlatView:
@@ -624,3 +619,4 @@ def install():
     T.flat = property(FlatView, _set_flat)
     ArrayMixin.__getitem__ = getitem
     ArrayMixin.__setitem__ = setitem
+    T.__setitem__ = _setitem_0d
