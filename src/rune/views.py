@@ -31,7 +31,7 @@ import weakref
 
 import numpy as np
 
-from .core import Tracer, ArrayMixin
+from .core import ArrayMixin, Tracer
 from .dispatch import FUNCTIONS
 
 __all__ = ["assign", "install", "copy_tracer", "shares_memory"]
