@@ -13,8 +13,8 @@ emulates the sharing:
   its base through the link (views of views recurse) and refreshes the live views taken
   from it (weak references).  All of it is traced NumPy, so every transformation follows.
 * Whether ``reshape``/``ravel`` give a view is decided as NumPy decides it, on *layout
-  proxies*: arrays with the strides NumPy would give (:func:`_layout`).  An array that is
-  no view has its concrete value's layout (under ``vmap``, one example's, compacted, with
+  proxies* (:mod:`rune.layouts`): arrays with the strides NumPy would give.  An array that
+  is no view has its concrete value's layout (under ``vmap``, one example's, compacted, with
   C order as a second candidate); a view has its base's proxy passed through the same
   NumPy function.  Where candidates disagree, writes are refused with what to write.
 * Read-only views (``diagonal``, ``broadcast_to``, ``imag`` of a real array) raise NumPy's
@@ -31,6 +31,7 @@ import weakref
 
 import numpy as np
 
+from . import layouts
 from .core import ArrayMixin, Tracer
 from .dispatch import FUNCTIONS
 
@@ -137,7 +138,7 @@ def assign(x, new, _writer=None):
     if st.views:
         _check_views_followable(st)
     if st.layout is None and st.link is None:
-        st.layout = _root_layout(x)          # NumPy never changes an array's layout
+        st.layout = layouts.root_layout(x)   # NumPy never changes an array's layout
     _set(x, new)
     st.version += 1
     link = st.link
@@ -260,32 +261,11 @@ def copy_tracer(x, order="K"):
 def _layout_like(x, order, dtype=None):
     """The layout of ``np.empty_like(x, dtype, order)``."""
     if order == "C" or (order in ("K", "A") and _is_c(x)):
-        return _C
-    return _dedupe(tuple(np.empty_like(p, dtype, order) for p in _layout(x)))
+        return layouts.C
+    return layouts.dedupe(tuple(np.empty_like(p, dtype, order) for p in _layout(x)))
 
 
-def _dedupe(proxies):
-    first = proxies[0]
-    if all(p.strides == first.strides for p in proxies[1:]):
-        return (first,)
-    return proxies
-
-
-# ---- Layouts: what NumPy's memory layout of a traced array would be ----------------------
-
-_C = "C"        # a layout: C order (its proxy is made when one is needed)
-
-
-def _c_proxy(shape, dtype):
-    """An array of ``shape`` in C order that owns no memory: only views and
-    ``reshape(copy=False)`` ever see it, so its data is never read."""
-    dtype = np.dtype(dtype)
-    strides, step = [], dtype.itemsize
-    for d in reversed(shape):
-        strides.append(step)
-        step *= max(d, 1)
-    return np.lib.stride_tricks.as_strided(np.empty(1, dtype), shape, tuple(strides[::-1]))
-
+# ---- Layouts (the rules are in rune.layouts) ----------------------------------------------
 
 def _layout(x):
     """The layout proxies of ``x``: one, or two candidates where rune cannot know."""
@@ -294,11 +274,11 @@ def _layout(x):
     if layout is None:
         link = st.link
         if link is not None:
-            layout = _dedupe(tuple(link.layout(p) for p in _layout(link.base)))
+            layout = layouts.dedupe(tuple(link.layout(p) for p in _layout(link.base)))
         else:
-            layout = _root_layout(x)
-    if layout is _C:
-        layout = (_c_proxy(tuple(x.shape), x.dtype),)
+            layout = layouts.root_layout(x)
+    if layout is layouts.C:
+        layout = (layouts.c_proxy(tuple(x.shape), x.dtype),)
     st.layout = layout
     return layout
 
@@ -307,62 +287,15 @@ def _is_c(x):
     """Whether ``x`` is C-contiguous in NumPy (cheaply, for the common cases)."""
     st = getattr(x, "_vs", None)
     if st is None or (st.link is None and st.layout is None):
-        return _example(x)[0] is None
-    if st.layout is _C:
+        return layouts.example(x)[0] is None
+    if st.layout is layouts.C:
         return True
     layout = _layout(x)
     return len(layout) == 1 and layout[0].flags.c_contiguous
 
 
-def _root_layout(x):
-    """The layout of an array that is no view: its concrete value's (the primal under
-    ``grad``/``jvp``).  Under ``vmap`` the batch axes are sliced away and the rest compacted;
-    since batching rules may lay out data unlike NumPy's per-example call, C order stays a
-    second candidate there."""
-    v, batched = _example(x)
-    if v is None:
-        return _C
-    if batched:
-        k = np.empty_like(v, order="K")
-        return _C if k.flags.c_contiguous else (_c_proxy(tuple(x.shape), x.dtype), k)
-    return (v,)
-
-
-def _example(x):
-    """``x``'s concrete value for one example, or None when it is C-contiguous (or has
-    fewer than two axes, where NumPy's reshapes never copy)."""
-    if len(x.shape) < 2:
-        return None, False
-    bdims = []
-    v = x
-    while isinstance(v, Tracer):
-        bdims.append(getattr(v, "_bdim", None))
-        v = v._val
-    if not isinstance(v, np.ndarray):
-        return None, False
-    batched = False
-    for b in reversed(bdims):
-        if b is not None:
-            if v.shape[b] == 0:
-                return None, False
-            batched = True
-            v = v[(slice(None),) * b + (0,)]
-    if v.flags.c_contiguous or v.shape != tuple(x.shape):
-        return None, False
-    return v, batched
-
-
 def _reshape_layouts(x, shape, ravel):
-    """Each proxy of ``x`` reshaped without a copy, or None where NumPy would copy (ravel:
-    unless C-contiguous; reshape: unless the strides cannot be split and merged)."""
-    out = []
-    for p in _layout(x):
-        try:
-            out.append(None if ravel and not p.flags.c_contiguous else
-                       np.reshape(p, shape, copy=False))
-        except ValueError:
-            out.append(None)
-    return out
+    return [layouts.reshaped(p, shape, ravel) for p in _layout(x)]
 
 
 # ---- The view-returning functions --------------------------------------------------------
@@ -458,7 +391,7 @@ def _reshape(a, shape=None, order="C", *, newshape=None, copy=None):
     if not isinstance(a, Tracer) or not isinstance(out, Tracer):
         return out
     if copy is True:
-        return copy_tracer(a, "C") if out is a else _with_layout(out, _C)
+        return copy_tracer(a, "C") if out is a else _with_layout(out, layouts.C)
     return _reshape_view(a, out, tuple(out.shape), False, copy, "np.reshape")
 
 
@@ -480,7 +413,7 @@ def _reshape_view(a, out, shape, ravel, copy, what):
     if not any(views):                  # NumPy copies: a new C-ordered array
         if copy is False:
             raise ValueError("Unable to avoid creating a copy while reshaping.")
-        return copy_tracer(a, "C") if out is a else _with_layout(out, _C)
+        return copy_tracer(a, "C") if out is a else _with_layout(out, layouts.C)
     refuse = None
     if not all(views):
         refuse = (_Ambiguous,
@@ -492,7 +425,7 @@ def _reshape_view(a, out, shape, ravel, copy, what):
             out = copy_tracer(a)
     if out is a:
         return out
-    _state(out).layout = tuple(p if p is not None else _c_proxy(shape, a.dtype)
+    _state(out).layout = tuple(p if p is not None else layouts.c_proxy(shape, a.dtype)
                                for p in proxies)
     return _link(out, a, "reshape", None, (shape,), refuse=refuse)
 
