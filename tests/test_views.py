@@ -400,3 +400,22 @@ def test_a_view_of_the_whole_array_is_still_read_only():
         f(np.ones(3))
     with pytest.raises(ValueError, match="read-only"):
         rune.vjp(f, np.ones(3))
+
+
+def test_views_under_nested_transformations():
+    def f(x):
+        y = x * 1.0
+        y.reshape(-1)[1:3] = np.sin(y[0, :2]) * 2.0   # a view of a row-major block
+        np.swapaxes(y, 0, 1)[0] *= y[:, 1]          # column 0 times column 1
+        return np.sum(y ** 3)
+
+    x = np.arange(1.0, 7.0).reshape(2, 3) / 4.0
+    rune.check_grads(f, x, order=2)
+    h = rune.hessian(f)(x)
+    np.testing.assert_allclose(h, rune.jacfwd(rune.grad(f))(x), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(h.reshape(6, 6), h.reshape(6, 6).T, rtol=1e-12, atol=1e-12)
+    xs = np.stack([x, 2.0 * x])
+    check_vmap(rune.grad(f), xs)
+    v = np.ones_like(x)
+    np.testing.assert_allclose(rune.hvp(f, (x,), (v,))[1][0], np.tensordot(h, v, 2),
+                               rtol=1e-12, atol=1e-12)
