@@ -419,3 +419,26 @@ def test_views_under_nested_transformations():
     v = np.ones_like(x)
     np.testing.assert_allclose(rune.hvp(f, (x,), (v,))[1][0], np.tensordot(h, v, 2),
                                rtol=1e-12, atol=1e-12)
+
+
+def test_reshape_of_a_strided_view_refuses_writes_it_cannot_place():
+    from numpy.lib.stride_tricks import sliding_window_view
+
+    def f(x):
+        w = sliding_window_view(x * 1.0, 3)        # read-only in NumPy
+        flat = w.reshape(-1)                       # NumPy: a copy (overlapping windows)
+        flat[0] = 7.0
+        return flat
+
+    x = np.arange(5.0)
+    with pytest.raises((NotImplementedError, ValueError)) as info:
+        rune.vjp(f, x)
+    assert "copy" in str(info.value) or "read-only" in str(info.value)
+
+    def g(x):
+        y = x * 1.0
+        v = y.view()                               # a true view, same layout
+        v.reshape(5)[0] = 9.0
+        return y
+
+    np.testing.assert_array_equal(rune.vjp(g, x)[0], g(x.copy()))

@@ -35,7 +35,7 @@ from . import layouts
 from .core import ArrayMixin, Tracer
 from .dispatch import FUNCTIONS
 
-__all__ = ["assign", "install", "copy_tracer", "shares_memory"]
+__all__ = ["assign", "install", "copy_tracer", "mark_view", "shares_memory"]
 
 _RAW = {}       # the handlers as registered, before install() wrapped them: no links
 
@@ -67,6 +67,8 @@ class _Link:
 
     def read(self, base):
         """The view's value for ``base``."""
+        if self.kind == "custom":
+            return self.func[1](base)
         if self.kind == "index":
             return FUNCTIONS["getitem"](base, self.rest[0])
         if self.kind == "reshape":
@@ -74,7 +76,9 @@ class _Link:
         return self._apply(_RAW[self.func], base)
 
     def layout(self, p):
-        """The view's layout proxy for the base's proxy ``p``."""
+        """The view's layout proxy for the base's proxy ``p`` (None: unknown)."""
+        if self.kind == "custom":
+            return None if self.func[2] is None else self.func[2](p)
         if self.kind == "index":
             return p[self.rest[0]]
         if self.kind == "reshape":
@@ -84,6 +88,8 @@ class _Link:
     def write(self, base, v):
         """``base`` with the view's elements replaced by ``v``."""
         kind, shape = self.kind, tuple(base.shape)
+        if kind == "custom":
+            return self.func[0](base, v)
         if kind == "index":
             return FUNCTIONS["setitem"](base, self.rest[0], v)
         if kind == "reshape":
@@ -98,6 +104,14 @@ class _Link:
         flat = FUNCTIONS["setitem"](_raw_reshape(base, (n,)), np.ravel(imap),
                                     _raw_reshape(v, (-1,)))
         return _raw_reshape(flat, shape)
+
+
+def mark_view(view, base, write, read, layout=None):
+    """Link ``view`` to ``base`` with custom functions: ``write(base, v)`` is the new base,
+    ``read(base)`` the new view, ``layout(proxy)`` its layout proxy (None: unknown, so a
+    reshape of it that NumPy might copy refuses writes).  For views built as gathers
+    (``rune.numpy.strides``); returns ``view``."""
+    return _link(view, base, "custom", (write, read, layout), ())
 
 
 def shares_memory(x):
@@ -179,7 +193,7 @@ def _check_views_followable(st):
         if v is not None and v._vs.refuse is not None and v._vs.refuse[0] is _Ambiguous:
             raise NotImplementedError(
                 "a write into a traced array with a live reshape/ravel of it that may be a "
-                "view or a copy in NumPy (its memory layout under vmap is unknown to rune), "
+                "view or a copy in NumPy (its memory layout is unknown to rune), "
                 "so rune cannot tell whether the reshaped array sees the write. Take the "
                 "reshape after the write, or make it an explicit copy (.copy())")
 
@@ -274,7 +288,12 @@ def _layout(x):
     if layout is None:
         link = st.link
         if link is not None:
-            layout = layouts.dedupe(tuple(link.layout(p) for p in _layout(link.base)))
+            layout = tuple(link.layout(p) for p in _layout(link.base))
+            if any(p is None for p in layout):      # C or Fortran order, rune cannot know
+                shape = tuple(x.shape)
+                layout = (layouts.c_proxy(shape, x.dtype), layouts.c_proxy(shape[::-1],
+                                                                          x.dtype).T)
+            layout = layouts.dedupe(layout)
         else:
             layout = layouts.root_layout(x)
     if layout is layouts.C:
@@ -417,10 +436,10 @@ def _reshape_view(a, out, shape, ravel, copy, what):
     refuse = None
     if not all(views):
         refuse = (_Ambiguous,
-                  f"a write into {what}(...) of a traced array whose memory layout under vmap "
-                  f"rune cannot know, so it cannot tell whether NumPy would give a view or "
-                  f"a copy; write into the array itself (a[...] = v), or take an explicit "
-                  f"copy (.copy()) if the write should not reach it")
+                  f"a write into {what}(...) of a traced array whose memory layout rune cannot "
+                  f"know (under vmap, or a strided view), so it cannot tell whether NumPy "
+                  f"gives a view or a copy; write into the array itself (a[...] = v), or "
+                  f"take an explicit copy (.copy()) if the write should not reach it")
         if out is a:
             out = copy_tracer(a)
     if out is a:
