@@ -442,3 +442,23 @@ def test_reshape_of_a_strided_view_refuses_writes_it_cannot_place():
         return y
 
     np.testing.assert_array_equal(rune.vjp(g, x)[0], g(x.copy()))
+
+
+def test_a_program_writing_through_many_kinds_of_views():
+    def f(x):
+        y = x * 1.0
+        for col in y.T:                  # iterating a transpose: column views
+            col *= 2.0
+        a, b = np.split(y, 2)            # split pieces are views
+        a[:] = np.sin(b)
+        np.rot90(y)[0, 0] = 100.0 * x[0, 0]
+        np.expand_dims(y, 0)[0, 1] = np.flip(y[1])
+        m = np.moveaxis(y, 0, 1)
+        m[...] = m ** 2
+        return y
+
+    x = np.arange(1.0, 7.0).reshape(2, 3) / 5
+    np.testing.assert_allclose(rune.vjp(f, x)[0], f(x.copy()), rtol=1e-14)
+    rune.check_grads(f, x, order=2)
+    check_vmap(f, np.stack([x, -x]))
+    check_vmap(f, np.moveaxis(np.stack([x, -x]), 0, 2), in_axes=2)
