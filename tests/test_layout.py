@@ -25,8 +25,10 @@ LAYERS = {
     "rune.core": (),
     "rune.dispatch": ("rune.core",),
     "rune.primitives": ("rune.core", "rune.dispatch", "rune.primitives"),
+    "rune.layouts": ("rune.core",),
+    "rune.views": ("rune.core", "rune.dispatch", "rune.layouts"),
     "rune.numpy": ("rune.core", "rune.dispatch", "rune.primitives", "rune.numpy",
-                   "rune.numpy_api"),  # the view machinery (_mark_view), until rune.views
+                   "rune.views"),      # the view machinery (views.mark_view)
     "rune.scipy": ("rune.core", "rune.dispatch", "rune.primitives", "rune.numpy", "rune.scipy"),
 }
 

@@ -219,7 +219,8 @@ class Tracer:
     operators, methods and protocols are installed by :mod:`rune.numpy_api`.
     """
 
-    __slots__ = ("_trace", "_val", "_view", "_version", "_views", "__weakref__")
+    # _vs: the view bookkeeping of rune.views (which installs _assign, the in-place write)
+    __slots__ = ("_trace", "_val", "_vs", "__weakref__")
     __array_priority__ = 1000
     _extra = {}     # the other slots of a subclass and their values for a constant
 
@@ -236,58 +237,6 @@ class Tracer:
 
     def _stop_gradient(self):
         return stop_leaf(self._val)
-
-    def _assign(self, other, _writer=None):
-        """In-place update (``x[i] = v``, ``x += v``): this object now stands for ``other``.
-
-        NumPy's views are followed both ways: a view (``y[1]``, ``y.T``) passes the write
-        on to its base, and a base refreshes the views taken from it.
-        """
-        self._set(other)
-        view = getattr(self, "_view", None)
-        if view is not None:     # a view: the write goes through to its base
-            base, version, write, read = view
-            if getattr(base, "_version", 0) != version:     # a safety net: views are
-                raise NotImplementedError(                  # refreshed on every base write
-                    "a write into a view of a traced array whose base changed since; write "
-                    "into the array directly (y[i, ...] = v)")
-            base._assign(write(base, self), _writer=self)
-            self._view = (base, base._version, write, read)
-        views = getattr(self, "_views", None)
-        if views:                # views taken from this array now read its new value
-            live = []
-            for ref in views:
-                v = ref()
-                if v is None:
-                    continue
-                live.append(ref)
-                if v is not _writer:
-                    v._set(v._view[3](self))
-                    v._assign_views_only()
-                base, _, write, read = v._view
-                v._view = (base, self._version, write, read)
-            self._views = live
-
-    def _set(self, other):
-        if isinstance(other, Tracer) and other._trace is self._trace:
-            self._val = other._val
-            for name in self._extra:
-                setattr(self, name, getattr(other, name))
-        else:
-            check_assign(self, other)
-            self._val = other
-            for name, value in self._extra.items():
-                setattr(self, name, value)
-        self._version = getattr(self, "_version", 0) + 1
-
-    def _assign_views_only(self):
-        """Refresh the views of this (refreshed) view, without writing back to its base."""
-        view = self._view
-        self._view = None
-        try:
-            self._assign(self)
-        finally:
-            self._view = view
 
     @property
     def ndim(self):
@@ -394,16 +343,6 @@ def tracer_class_pair(cls):
     """The subclass of ``cls`` for values of rank >= 1 (with :class:`ArrayMixin`)."""
     return type(cls.__name__, (ArrayMixin, cls), {"__slots__": (), "__module__": cls.__module__,
                                                   "__qualname__": cls.__qualname__})
-
-
-def check_assign(target, value):
-    """Refuse writing a value of an inner transformation into an outer traced array."""
-    if isinstance(value, Tracer) and value._trace.level > target._trace.level:
-        raise ValueError(
-            f"a value traced by an inner {value._trace.kind} was written into an array "
-            f"created outside it (by an enclosing {target._trace.kind}); the write would "
-            f"escape the inner transformation. Create the buffer inside (np.zeros_like(x) "
-            f"of an inner value) or return the value instead")
 
 
 _np_asarray = np.asarray   # the original, even while rune wraps np.asarray

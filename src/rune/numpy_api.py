@@ -22,11 +22,10 @@ from __future__ import annotations
 import copy as _copy
 import importlib
 import sys
-import weakref
 
 import numpy as np
 
-from . import core
+from . import core, views
 from .core import Tracer, bind, TracerConversionError
 
 __all__ = ["UFUNCS", "FUNCTIONS", "implements", "register_ufunc", "install"]
@@ -332,7 +331,7 @@ def _uninstall_coercion():
 # Operators and methods on Tracer
 # --------------------------------------------------------------------------
 
-def _binary(prim):
+def _binary(prim, ufunc=None):
     def op(self, other):
         if type(other) in (list, tuple):
             other = _np_asarray_traced(other)
@@ -344,10 +343,34 @@ def _binary(prim):
         return bind(prim, other, self)
 
     def iop(self, other):
-        self._assign(op(self, other))
-        return self
+        return _inplace(self, op(self, other), ufunc)
 
     return op, rop, iop
+
+
+_CastingError = getattr(getattr(np, "_core", None) and np._core._exceptions,
+                        "_UFuncOutputCastingError", None) or (lambda uf, c, a, b, i: TypeError(
+                            f"Cannot cast ufunc {uf.__name__!r} output from {a!r} to {b!r} "
+                            f"with casting rule {c!r}"))
+
+
+def _inplace(x, out, ufunc):
+    """``x op= y`` as NumPy: ``out`` (``x op y``) must keep ``x``'s shape, and cast to its
+    dtype under ``same_kind``; then ``x`` is updated in place."""
+    shape = tuple(x.shape)
+    oshape = tuple(np.shape(out))
+    if oshape != shape:
+        raise ValueError(f"non-broadcastable output operand with shape {shape} doesn't match "
+                         f"the broadcast shape {oshape} (np.{ufunc.__name__} in place)")
+    odt = out.dtype if hasattr(out, "dtype") else np.result_type(out)
+    if odt != x.dtype:
+        if not np.can_cast(odt, x.dtype, "same_kind"):
+            raise _CastingError(ufunc, "same_kind", odt, x.dtype, 0)   # NumPy's own error
+        out = out.astype(x.dtype)
+    if not shape and not views.shares_memory(x):
+        return out      # a NumPy scalar is immutable: the name rebinds (a 0-d view does not)
+    x._assign(out)
+    return x
 
 
 def _method(np_func):
@@ -373,7 +396,7 @@ def install():
            "matmul": np.matmul, "and": np.bitwise_and, "or": np.bitwise_or,
            "xor": np.bitwise_xor, "lshift": np.left_shift, "rshift": np.right_shift}
     for name, uf in ops.items():
-        op, rop, iop = _binary(UFUNCS[uf])
+        op, rop, iop = _binary(UFUNCS[uf], uf)
         setattr(T, f"__{name}__", op)
         setattr(T, f"__r{name}__", rop)
         setattr(T, f"__i{name}__", iop)
@@ -388,9 +411,6 @@ def install():
     T.__pos__ = lambda self: bind(pos, self)
     T.__abs__ = lambda self: bind(absolute, self)
     T.__invert__ = lambda self: bind(invert, self)
-    T.__copy__ = _tracer_copy
-    T.__deepcopy__ = lambda self, memo: _tracer_copy(self)
-    T.copy = lambda self, order="K": _tracer_copy(self)
     T.__round__ = lambda self, ndigits=None: np.round(self, ndigits or 0)
 
     for fname in ("sum", "mean", "prod", "max", "min", "var", "std", "cumsum", "cumprod",
@@ -408,7 +428,6 @@ def install():
         self, shape[0] if len(shape) == 1 else shape)
     T.transpose = lambda self, *axes: FUNCTIONS[np.transpose](
         self, (axes[0] if len(axes) == 1 else axes) if axes else None)
-    T.flatten = lambda self, order="C": FUNCTIONS[np.ravel](self)
     T.astype = lambda self, dtype, order="K", casting="unsafe", subok=True, copy=True: (
         FUNCTIONS["astype"](self, dtype, copy))
     T.sort = _sort_inplace
@@ -417,37 +436,8 @@ def install():
     T.argpartition = lambda self, kth, axis=-1, kind="introselect", order=None: (
         np.argpartition(self, kth, axis=axis))
     T.fill = lambda self, value: self._assign(np.full_like(self, value))
-    T.T = property(_transposed)
     T.mT = property(lambda self: FUNCTIONS[np.swapaxes](self, -1, -2))
-    T.real = property(lambda self: np.real(self))
-    T.imag = property(lambda self: np.imag(self))
-    T.flat = property(_FlatView)
-    core.ArrayMixin.__getitem__ = _getitem
-    core.ArrayMixin.__setitem__ = _setitem
-
-
-class _FlatView:
-    """``x.flat`` of a traced array: reads index the flattened array, writes update ``x``."""
-
-    __slots__ = ("base",)
-
-    def __init__(self, base):
-        self.base = base
-
-    def __getitem__(self, idx):
-        return np.ravel(self.base)[idx]
-
-    def __setitem__(self, idx, value):
-        base = self.base
-        flat = np.ravel(base)
-        flat[idx] = value
-        base._assign(np.reshape(flat, base.shape))
-
-    def __len__(self):
-        return self.base.size
-
-    def __iter__(self):
-        return iter(np.ravel(self.base))
+    views.install()
 
 
 def _no_memory_layout(self):
@@ -459,54 +449,8 @@ def _no_memory_layout(self):
         f"supports, or rune.stop_gradient if no derivative is wanted")
 
 
-def _tracer_copy(self):
-    new = object.__new__(type(self))
-    for cls in type(self).__mro__:
-        for s in getattr(cls, "__slots__", ()):
-            if s not in ("_view", "_version", "_views", "__weakref__") and hasattr(self, s):
-                object.__setattr__(new, s, getattr(self, s))
-    return new      # a copy, not a view: writes into it stay in it
-
-
-def _mark_view(view, base, write, read):
-    """``view`` (a traced result) shares memory with ``base`` in NumPy: ``Tracer._assign``
-    passes writes into it on to ``base`` (``write(base, new_view_value)`` is the new
-    base) and refreshes it when ``base`` changes (``read(base)`` is the new view)."""
-    if isinstance(view, Tracer) and view is not base and view._trace is base._trace:
-        view._view = (base, getattr(base, "_version", 0), write, read)
-        views = getattr(base, "_views", None)
-        if views is None:
-            base._views = views = []
-        views.append(weakref.ref(view))
-    return view
-
-
-def _is_basic_index(idx):
-    items = idx if type(idx) is tuple else (idx,)
-    return all(i is None or i is Ellipsis or type(i) in (int, slice) or
-               isinstance(i, np.integer) for i in items)
-
-
-def _getitem(self, idx):
-    out = FUNCTIONS["getitem"](self, idx)
-    if _is_basic_index(idx):       # NumPy returns a view: y[1][:] = 0 writes into y
-        _mark_view(out, self, lambda base, v: FUNCTIONS["setitem"](base, idx, v),
-                   lambda base: FUNCTIONS["getitem"](base, idx))
-    return out
-
-
-def _transposed(self):
-    return _mark_view(FUNCTIONS[np.transpose](self, None), self,
-                      lambda base, v: FUNCTIONS[np.transpose](v, None),
-                      lambda base: FUNCTIONS[np.transpose](base, None))
-
-
 def _sort_inplace(self, axis=-1, kind=None, order=None):
     self._assign(np.sort(self, axis=axis))
-
-
-def _setitem(self, idx, value):
-    self._assign(FUNCTIONS["setitem"](self, idx, value))
 
 
 wrap_while_active("numpy._core.fromnumeric", "_wrapreduction", _lists_of_traced)

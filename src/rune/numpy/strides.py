@@ -28,7 +28,7 @@ import numpy as np
 
 from ..core import Tracer
 from ..dispatch import FUNCTIONS, implements
-from .. import dispatch, numpy_api  # numpy_api: the view machinery, until rune.views
+from .. import dispatch, views
 from ._lists import accept_traced_lists
 
 _SWV = "np.lib.stride_tricks.sliding_window_view"
@@ -56,7 +56,7 @@ def _gathered(x, index, name, writeable):
                          f"as in NumPy)")
 
     out = read(x)
-    return numpy_api._mark_view(out, x, write, read)
+    return views.mark_view(out, x, write, read)
 
 
 @implements(np.lib.stride_tricks.sliding_window_view)
@@ -129,8 +129,8 @@ def view(x, dtype=None, type=None):
             f"values")
     if type is not None and not issubclass(type, np.ndarray):
         raise TypeError(f"x.view(type={type!r}): type must be a subclass of np.ndarray")
-    out = numpy_api._tracer_copy(x)
-    return numpy_api._mark_view(out, x, lambda base, v: v, lambda base: base)
+    return views.mark_view(views.copy_tracer(x), x, lambda base, v: v, lambda base: base,
+                           lambda p: p)
 
 
 FUNCTIONS["view"] = view
