@@ -220,43 +220,64 @@ def _closure_inputs(fun):
         return values, make_partial
     if not isinstance(fun, types.FunctionType):
         return None
-    cells = fun.__closure__
-    if not cells:
-        return None
+    # where fun holds traced values: its closure cells, its defaults (def block(x, W=W):
+    # a value traced outside, bound when the block was defined) and keyword defaults
+    holders = [("cell", k, c.cell_contents) for k, c in enumerate(fun.__closure__ or ())
+               if _filled(c)]
+    if fun.__defaults__:
+        holders.append(("defaults", None, fun.__defaults__))
+    if fun.__kwdefaults__:
+        holders.append(("kwdefaults", None, fun.__kwdefaults__))
     found = []
-    for k, cell in enumerate(cells):
-        try:
-            v = cell.cell_contents
-        except ValueError:      # an empty cell
-            continue
+    for kind, k, v in holders:
         lv, td = tree_util.flatten(v)
         pos = [j for j, x in enumerate(lv) if isinstance(x, Tracer)]
         if pos:
-            found.append((k, lv, td, pos))
+            found.append((kind, k, lv, td, pos))
     if not found:
         return None
-    values = [lv[j] for _, lv, _, pos in found for j in pos]
+    values = [lv[j] for _, _, lv, _, pos in found for j in pos]
     # make holds no traced value (nor fun, whose cells hold them): see checkpoint()
-    found = [(k, [None if isinstance(x, Tracer) else x for x in lv], td, pos)
-             for k, lv, td, pos in found]
-    traced = {k for k, _, _, _ in found}
-    cells = [None if k in traced else c for k, c in enumerate(cells)]
+    found = [(kind, k, [None if isinstance(x, Tracer) else x for x in lv], td, pos)
+             for kind, k, lv, td, pos in found]
+    traced = {k for kind, k, _, _, _ in found if kind == "cell"}
+    cells = [None if k in traced else c for k, c in enumerate(fun.__closure__ or ())]
     code, globals_, fname = fun.__code__, fun.__globals__, fun.__name__
     defaults, kwdefaults = fun.__defaults__, fun.__kwdefaults__
+    has_closure = bool(fun.__closure__)     # make must not hold fun (see checkpoint())
+    if any(kind == "defaults" for kind, *_ in found):
+        defaults = None
+    if any(kind == "kwdefaults" for kind, *_ in found):
+        kwdefaults = None
 
     def make(new_values):
         it = iter(new_values)
-        new_cells = list(cells)
-        for k, lv, td, pos in found:
+        new_cells, new_defaults, new_kwdefaults = list(cells), defaults, kwdefaults
+        for kind, k, lv, td, pos in found:
             lv = list(lv)
             for j in pos:
                 lv[j] = next(it)
-            new_cells[k] = types.CellType(tree_util.unflatten(td, lv))
-        g = types.FunctionType(code, globals_, fname, defaults, tuple(new_cells))
-        g.__kwdefaults__ = kwdefaults
+            value = tree_util.unflatten(td, lv)
+            if kind == "cell":
+                new_cells[k] = types.CellType(value)
+            elif kind == "defaults":
+                new_defaults = value
+            else:
+                new_kwdefaults = value
+        g = types.FunctionType(code, globals_, fname, new_defaults,
+                               tuple(new_cells) if has_closure else None)
+        g.__kwdefaults__ = new_kwdefaults
         return g
 
     return values, make
+
+
+def _filled(cell):
+    try:
+        cell.cell_contents
+    except ValueError:      # an empty cell
+        return False
+    return True
 
 
 def _function_key_holder(fun):
