@@ -428,3 +428,42 @@ def test_strict_vmap_names_the_function():
 
     with pytest.raises(rune.BatchedControlFlowError, match="branchy"):
         rune.vmap(branchy, strict=True)(XS)
+
+
+def test_checkpoint_same_values_and_gradients_and_recomputes():
+    calls = {"n": 0}
+
+    def block(x, W):
+        calls["n"] += 1
+        return np.tanh(W @ x)
+
+    W = np.random.default_rng(6).normal(size=(3, 3)) * 0.5
+    x = np.array([0.1, -0.2, 0.3])
+    ref = lambda x: np.sum(block(block(x, W), W) ** 2)
+    ck = rune.checkpoint(block)
+    f = lambda x: np.sum(ck(ck(x, W), W) ** 2)
+    assert f(x) == ref(x)
+    calls["n"] = 0
+    g_ref = rune.grad(ref)(x)
+    n_ref = calls["n"]
+    calls["n"] = 0
+    g = rune.grad(f)(x)
+    np.testing.assert_allclose(g, g_ref, rtol=1e-12)
+    assert calls["n"] > n_ref           # recomputed in the backward pass
+    assert rune.remat is rune.checkpoint or rune.remat(block)(x, W) is not None
+    np.testing.assert_allclose(rune.grad(lambda x: np.sum(rune.remat(block)(x, W)))(x),
+                               rune.grad(lambda x: np.sum(block(x, W)))(x))
+    # under vmap, jvp, and as a decorator with trees
+    np.testing.assert_allclose(rune.vmap(lambda x: ck(x, W))(np.stack([x, 2 * x])),
+                               np.stack([block(x, W), block(2 * x, W)]))
+    np.testing.assert_allclose(rune.jvp(lambda x: ck(x, W), (x,), (np.ones(3),))[1],
+                               rune.jvp(lambda x: block(x, W), (x,), (np.ones(3),))[1])
+
+    @rune.checkpoint
+    def tree_block(p):
+        return {"y": np.sin(p["a"]) * p["b"]}
+    g = rune.grad(lambda p: np.sum(tree_block(p)["y"]))({"a": x, "b": 2.0})
+    np.testing.assert_allclose(g["a"], 2 * np.cos(x))
+    # second order through checkpoint
+    H = rune.hessian(lambda x: np.sum(ck(x, W) ** 2))(x)
+    np.testing.assert_allclose(H, rune.hessian(lambda x: np.sum(block(x, W) ** 2))(x), rtol=1e-10)

@@ -532,3 +532,118 @@ def test_non_numeric_arguments():
     close(rune.grad(lambda x: np.sum(act2(x, "sin")))(X), 2 * np.cos(X))
     close(rune.grad(lambda x: np.sum(rune.vmap(act2, in_axes=(0, None))(x, "s")))(XS),
           2 * np.cos(XS))
+
+
+def make_clip_grad():
+    @rune.custom_vjp
+    def clip_grad(x, lim):
+        return x * 1.0
+
+    def fwd(x, lim):
+        return x * 1.0, lim
+
+    def bwd(lim, g):
+        return (np.clip(g, -lim, lim), 0.0)
+
+    clip_grad.defvjp(fwd, bwd)
+    return clip_grad
+
+
+def test_custom_vjp_uses_bwd_and_composes():
+    cg = make_clip_grad()
+    x = np.array([1.0, 2.0, 3.0])
+    f = lambda x: np.sum(cg(x, 0.5) * np.array([1.0, 0.1, -5.0]))
+    np.testing.assert_allclose(f(x), np.sum(x * np.array([1.0, 0.1, -5.0])))
+    np.testing.assert_allclose(rune.grad(f)(x), [0.5, 0.1, -0.5])
+    # vmap(custom_vjp_fn) and vmap(grad(custom_vjp_fn))
+    xs = np.stack([x, -x])
+    np.testing.assert_allclose(rune.vmap(lambda x: cg(x, 0.5))(xs), xs)
+    np.testing.assert_allclose(rune.vmap(rune.grad(f))(xs), np.stack([[0.5, 0.1, -0.5]] * 2))
+    # grad(vmap(...)) still uses the rule
+    g = rune.grad(lambda xs: np.sum(rune.vmap(lambda x: cg(x, 0.5) * 3.0)(xs)))(xs)
+    np.testing.assert_allclose(g, 0.5 * np.ones_like(xs))
+    # inside checkpoint
+    g = rune.grad(lambda x: np.sum(rune.checkpoint(lambda x: cg(x, 0.5) * 3.0)(x)))(x)
+    np.testing.assert_allclose(g, 0.5 * np.ones(3))
+    # jacrev
+    np.testing.assert_allclose(rune.jacrev(lambda x: cg(x, 0.5) * 3.0)(x), 0.5 * np.eye(3))
+
+
+def test_custom_vjp_with_trees_and_residuals():
+    @rune.custom_vjp
+    def f(p):
+        return p["a"] * p["b"]
+
+    def fwd(p):
+        return p["a"] * p["b"], (p["a"], p["b"])
+
+    def bwd(res, g):
+        a, b = res
+        return ({"a": g * b * 10.0, "b": np.sum(g * a) * 10.0},)
+
+    f.defvjp(fwd, bwd)
+    g = rune.grad(lambda p: np.sum(f(p)))({"a": np.array([1.0, 2.0]), "b": 3.0})
+    np.testing.assert_allclose(g["a"], [30.0, 30.0])
+    assert g["b"] == pytest.approx(30.0)
+
+
+def make_log1pexp():
+    @rune.custom_jvp
+    def log1pexp(x):
+        return np.log1p(np.exp(x))
+
+    def rule(primals, tangents):
+        (x,), (t,) = primals, tangents
+        return log1pexp(x), t * (1 - 1 / (1 + np.exp(x)))
+
+    log1pexp.defjvp(rule)
+    return log1pexp
+
+
+def test_custom_jvp_used_by_jvp_and_grad():
+    f = make_log1pexp()
+    x = np.array([0.0, 2.0, 800.0])
+    with np.errstate(over="ignore"):
+        _, t = rune.jvp(f, (x,), (np.ones(3),))
+        g = rune.grad(lambda x: np.sum(f(x)))(x)
+        gg = rune.vmap(rune.grad(f))(x)
+    want = 1 / (1 + np.exp(-x[:2]))
+    np.testing.assert_allclose(t[:2], want)
+    np.testing.assert_allclose(g[:2], want)
+    np.testing.assert_allclose(gg[:2], want)
+    assert t[2] == 1.0 and g[2] == 1.0 and gg[2] == 1.0   # the rule, not NaN
+    # second derivative through the rule
+    d2 = rune.grad(rune.grad(f))(0.0)
+    assert d2 == pytest.approx(0.25)
+
+
+def test_custom_jvp_distinct_rule_is_used():
+    @rune.custom_jvp
+    def f(x):
+        return np.sin(x)
+
+    f.defjvp(lambda p, t: (f(p[0]), t[0] * 100.0))
+    x = np.array([0.3])
+    np.testing.assert_allclose(rune.jvp(f, (x,), (np.ones(1),))[1], [100.0])
+    np.testing.assert_allclose(rune.grad(lambda x: np.sum(f(x)))(x), [100.0])
+    np.testing.assert_allclose(rune.jacrev(f)(x), [[100.0]])
+    np.testing.assert_allclose(rune.jacfwd(f)(x), [[100.0]])
+
+
+def test_custom_vjp_none_cotangent_and_bad_rules():
+    @rune.custom_vjp
+    def scale(x, n):
+        return x * n
+    scale.defvjp(lambda x, n: (x * n, n), lambda n, g: (g * n, None))
+    x = np.array([1.0, 2.0, 3.0])
+    np.testing.assert_allclose(rune.grad(lambda x: np.sum(scale(x, 3)))(x), 3.0)
+    np.testing.assert_allclose(rune.jacrev(rune.jacrev(lambda x: np.sum(scale(x, 3) ** 2)))(x),
+                               18 * np.eye(3))
+
+    @rune.custom_vjp
+    def bad_shape(x):
+        return x * 2
+    bad_shape.defvjp(lambda x: (x * 2, None), lambda r, g: (g[:1],))
+    with pytest.raises(ValueError, match="bad_shape"):
+        rune.grad(lambda x: np.sum(bad_shape(x)))(x)
+    assert rune.core.active_traces() == ()
