@@ -1,0 +1,124 @@
+"""Run random programs (tests/programs.py) against rune for as long as asked, and print every
+disagreement shrunk to a minimal program.
+
+    PYTHONPATH=src python tests/fuzz.py --seconds 600        # or: make fuzz FUZZ_SECONDS=600
+
+Each round runs hypothesis from a fresh seed (generation only: its shrinker is slow on these
+programs); a failing program is shrunk by deleting statements one at a time (and returning an
+earlier value) while the same check fails with the same kind of error.  Disagreements are printed as Python source with their inputs, one per kind
+(check and exception type), and the exit status is 1 if any was found.
+"""
+
+import argparse
+import os
+import sys
+import time
+import traceback
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from hypothesis import HealthCheck, Phase, given, seed, settings, strategies as st  # noqa: E402
+
+import programs  # noqa: E402
+
+
+def signature(err):
+    """What kind of disagreement: the failing check and the exception's type."""
+    head = str(err).split("\n", 1)[0]
+    step, _, rest = head.partition(": ")
+    return step, rest.split(":", 1)[0]
+
+
+def fails_the_same(p, sig):
+    try:
+        programs.check_program(p)
+    except programs.Disagreement as e:
+        return signature(e) == sig
+    except Exception:                # the reduced source is not a valid program
+        return False
+    return False
+
+
+def minimize(p, sig):
+    """Delete statements (and move the result earlier) while the program fails as ``sig``."""
+    lines, result = list(p.lines), p.result
+    changed = True
+    while changed:
+        changed = False
+        for i in reversed(range(len(lines))):
+            trial = lines[:i] + lines[i + 1:]
+            for res in _results(trial, result):
+                q = programs.Program.from_source(p.inputs, trial, res)
+                if q is not None and fails_the_same(q, sig):
+                    lines, result, changed = trial, res, True
+                    break
+    return programs.Program.from_source(p.inputs, lines, result)
+
+
+def _results(lines, result):
+    names = [ln.split(" ", 1)[0] for ln in lines if " = " in ln]
+    return [result] + [n for n in reversed(names) if n != result]
+
+
+def run(seconds, examples_per_round=50, max_ops=30, out=sys.stdout):
+    found = {}
+    deadline = time.time() + seconds
+    rounds = 0
+    n_programs = [0]
+    while time.time() < deadline:
+        rounds += 1
+        failure = []
+
+        @seed(int(time.time() * 1000) % 2**32 + rounds)
+        @settings(max_examples=examples_per_round, deadline=None, database=None,
+                  suppress_health_check=list(HealthCheck), print_blob=False,
+                  phases=[Phase.generate],
+                  report_multiple_bugs=False)
+        @given(programs.programs(max_ops=max_ops), st.data())
+        def one(p, data):
+            n_programs[0] += 1
+            try:
+                programs.check_program(p, data)
+            except programs.Disagreement as e:
+                failure[:] = [p, e]
+                raise
+
+        try:
+            one()
+        except programs.Disagreement:
+            p, e = failure
+            sig = signature(e)
+            if sig in found:
+                continue
+            small = minimize(p, sig)
+            try:
+                programs.check_program(small)
+                err = e
+            except programs.Disagreement as e2:
+                err = e2
+            found[sig] = str(err)
+            print(f"\n=== disagreement {len(found)}: {sig[0]} ({sig[1]})\n{err}", file=out,
+                  flush=True)
+        except Exception:
+            traceback.print_exc()
+    print(f"\n{n_programs[0]} programs in {rounds} rounds, {len(found)} kinds of disagreement",
+          file=out)
+    return found
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--seconds", type=float,
+                    default=float(os.environ.get("FUZZ_SECONDS", 60)))
+    ap.add_argument("--max-ops", type=int, default=30)
+    ap.add_argument("--all", action="store_true",
+                    help="also generate the known limits (programs.KNOWN)")
+    args = ap.parse_args()
+    if args.all:
+        programs.KNOWN.update(dict.fromkeys(programs.KNOWN, True))
+    found = run(args.seconds, max_ops=args.max_ops)
+    sys.exit(1 if found else 0)
+
+
+if __name__ == "__main__":
+    main()
