@@ -22,44 +22,6 @@ from hypothesis import HealthCheck, Phase, given, seed, settings, strategies as 
 import programs  # noqa: E402
 
 
-def signature(err):
-    """What kind of disagreement: the failing check and the exception's type."""
-    head = str(err).split("\n", 1)[0]
-    step, _, rest = head.partition(": ")
-    return step, rest.split(":", 1)[0]
-
-
-def fails_the_same(p, sig):
-    try:
-        programs.check_program(p)
-    except programs.Disagreement as e:
-        return signature(e) == sig
-    except Exception:                # the reduced source is not a valid program
-        return False
-    return False
-
-
-def minimize(p, sig):
-    """Delete statements (and move the result earlier) while the program fails as ``sig``."""
-    lines, result = list(p.lines), p.result
-    changed = True
-    while changed:
-        changed = False
-        for i in reversed(range(len(lines))):
-            trial = lines[:i] + lines[i + 1:]
-            for res in _results(trial, result):
-                q = programs.Program.from_source(p.inputs, trial, res)
-                if q is not None and fails_the_same(q, sig):
-                    lines, result, changed = trial, res, True
-                    break
-    return programs.Program.from_source(p.inputs, lines, result)
-
-
-def _results(lines, result):
-    names = [ln.split(" ", 1)[0] for ln in lines if " = " in ln]
-    return [result] + [n for n in reversed(names) if n != result]
-
-
 def run(seconds, examples_per_round=50, max_ops=30, out=sys.stdout):
     found = {}
     deadline = time.time() + seconds
@@ -87,10 +49,10 @@ def run(seconds, examples_per_round=50, max_ops=30, out=sys.stdout):
             one()
         except programs.Disagreement:
             p, e = failure
-            sig = signature(e)
+            sig = programs.signature(e)
             if sig in found:
                 continue
-            small = minimize(p, sig)
+            small = programs.minimize(p, sig)
             try:
                 programs.check_program(small)
                 err = e

@@ -30,6 +30,7 @@ fuzz``) runs for as long as asked and prints each disagreement shrunk to a minim
 """
 
 import itertools
+import re
 import warnings
 
 import numpy as np
@@ -61,20 +62,21 @@ KNOWN = {
 class Program:
     """Source lines of ``f`` and, alongside, the concrete values its statements produced."""
 
-    def __init__(self, inputs):
+    def __init__(self, inputs, functions=None):
         self.inputs = [np.array(x) for x in inputs]
         self.args = [f"x{i}" for i in range(len(inputs))]
-        self.env = {"np": np}
+        self.functions = dict(functions or {})     # names besides np the source may call
+        self.env = {"np": np, **self.functions}
         self.env.update({a: np.array(x) for a, x in zip(self.args, inputs)})
         self.lines = []
         self.result = self.args[-1]
         self.n = 0
 
     @classmethod
-    def from_source(cls, inputs, lines, result):
+    def from_source(cls, inputs, lines, result, functions=None):
         """The program of statements ``lines`` returning ``result``, or None if NumPy cannot
         run it (a statement deleted by shrinking defined a name a later one uses)."""
-        p = cls(inputs)
+        p = cls(inputs, functions)
         try:
             with np.errstate(all="ignore"), warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -94,13 +96,14 @@ class Program:
         return f"def f({', '.join(self.args)}):\n{body}    return {self.result}\n"
 
     def function(self):
-        ns = {"np": np}
+        ns = {"np": np, **self.functions}
         exec(compile(self.source, "<random program>", "exec"), ns)
         return ns["f"]
 
     def names(self):
         """Every float array the program holds now (inputs first)."""
-        return [k for k in self.env if k != "np" and not k.startswith("__")]
+        return [k for k in self.env
+                if k != "np" and k not in self.functions and not k.startswith("__")]
 
     def writable(self):
         """Intermediates NumPy lets a statement write into: not an input, not a view of one,
@@ -634,3 +637,54 @@ def _first_lines(s, n=8):
 def _inputs_source(inputs):
     return "[" + ", ".join(f"np.array({x.tolist()!r})" for x in inputs) + "]"
 
+
+# --------------------------------------------------------------------------
+# shrinking
+# --------------------------------------------------------------------------
+
+def signature(err):
+    """What kind of disagreement: the failing check and the exception's type."""
+    head = str(err).split("\n", 1)[0]
+    step, _, rest = head.partition(": ")
+    return step, rest.split(":", 1)[0]
+
+
+def fails_the_same(p, sig):
+    try:
+        check_program(p)
+    except Disagreement as e:
+        return signature(e) == sig
+    except Exception:                # the reduced source is not a valid program
+        return False
+    return False
+
+
+def minimize(p, sig):
+    """Delete statements (and move the result earlier) while the program fails as ``sig``."""
+    lines, result = list(p.lines), p.result
+    changed = True
+    while changed:
+        changed = False
+        for i in reversed(range(len(lines))):
+            trial = lines[:i] + lines[i + 1:]
+            for res in _results(trial, result):
+                q = Program.from_source(p.inputs, trial, res, p.functions)
+                if q is not None and fails_the_same(q, sig):
+                    lines, result, changed = trial, res, True
+                    break
+    inputs = list(p.inputs)
+    for i in reversed(range(len(inputs))):     # drop the inputs no statement uses
+        used = re.compile(rf"\bx{i}\b")
+        if len(inputs) > 1 and not any(used.search(ln) for ln in lines + [result]):
+            rename = {f"x{j}": f"x{j - 1}" for j in range(i + 1, len(inputs))}
+            sub = (lambda t: re.sub(r"\bx\d+\b", lambda m: rename.get(m.group(0), m.group(0)), t))
+            q = Program.from_source(inputs[:i] + inputs[i + 1:], [sub(ln) for ln in lines],
+                                    sub(result), p.functions)
+            if q is not None and fails_the_same(q, sig):
+                inputs, lines, result = q.inputs, q.lines, q.result
+    return Program.from_source(inputs, lines, result, p.functions)
+
+
+def _results(lines, result):
+    names = [ln.split(" ", 1)[0] for ln in lines]
+    return [result] + [n for n in reversed(names) if n.isidentifier() and n != result]
