@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test bench clean
+.PHONY: demo test bench fuzz clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -17,6 +17,13 @@ demo: $(BIN)/python
 test: $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e ".[test]"
 	$(BIN)/python -m pytest
+
+# Random programs against rune for FUZZ_SECONDS (default 60); every disagreement is printed
+# shrunk to a minimal program. FUZZ_ARGS="--all" also generates the known limits.
+FUZZ_SECONDS ?= 60
+fuzz: $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e ".[test]"
+	$(BIN)/python tests/fuzz.py --seconds $(FUZZ_SECONDS) $(FUZZ_ARGS)
 
 # The peers are installed one by one, each allowed to fail: run.py skips a missing one
 # with a note. torch stays pinned to the CPU wheel (a bare `torch` pulls GBs of CUDA).

@@ -3,10 +3,11 @@ disagreement shrunk to a minimal program.
 
     PYTHONPATH=src python tests/fuzz.py --seconds 600        # or: make fuzz FUZZ_SECONDS=600
 
-Each round runs hypothesis from a fresh seed (generation only: its shrinker is slow on these
-programs); a failing program is shrunk by deleting statements one at a time (and returning an
-earlier value) while the same check fails with the same kind of error.  Disagreements are printed as Python source with their inputs, one per kind
-(check and exception type), and the exit status is 1 if any was found.
+Each round runs hypothesis from a fresh seed (generation only: its shrinker is slow on
+these programs); a failing program is shrunk by deleting statements one at a time (and
+returning an earlier value, and dropping unused inputs) while the same check fails with the
+same kind of error.  Disagreements are printed as Python source with their inputs and vmap
+axes, one per kind (check and exception type); the exit status is 1 if any was found.
 """
 
 import argparse
@@ -52,9 +53,9 @@ def run(seconds, examples_per_round=50, max_ops=30, out=sys.stdout):
             sig = programs.signature(e)
             if sig in found:
                 continue
-            small = programs.minimize(p, sig)
+            small, axes = programs.minimize(p, sig, e.in_axes)
             try:
-                programs.check_program(small)
+                programs.check_program(small, in_axes=axes)
                 err = e
             except programs.Disagreement as e2:
                 err = e2

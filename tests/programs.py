@@ -17,6 +17,7 @@ operations may come next:
 
 ``check_program`` then asserts, for the program ``f`` at its inputs:
 
+0. the values ``jvp`` and ``vjp`` compute are NumPy's;
 1. ``rune.check_grads(f, *inputs, order=2)``: forward and reverse mode against central finite
    differences, the JVP/VJP identity, and the same again one order up, with an absolute
    tolerance derived from the rounding error of the program's own values (``tolerances``);
@@ -52,10 +53,21 @@ KNOWN = {
     # x[..., None], x[()] and x[...] = v on a 0-d traced value: 0-d tracers are not
     # subscriptable (core.ArrayMixin gives sequence behaviour to rank >= 1 only).
     "index_0d": False,
-    # a write into an array that another live value views (expand_dims, reshape, squeeze,
-    # ... of it): only basic indexing and .T are tracked as views on main today (the views
-    # branch tracks the rest).
+    # a write into an array that another live value views through expand_dims, reshape,
+    # squeeze, ...: only basic indexing and .T are tracked as views on main today (the
+    # views branch tracks the rest).  Views by basic indexing and .T are always generated.
     "aliased_writes": False,
+    # a NumPy scalar read by integer indexing (s = v[1]) changes when v is written later:
+    # rune treats it as a view of v, NumPy as a copy (silently wrong value; the views
+    # branch fixes it).
+    "scalar_then_write": False,
+    # a write of a batched value into the result of rune.checkpoint(g)(a), or a value
+    # computed from it, under vmap when a is not batched: rune.checkpoint returns a plain
+    # array there (TracerConversionError, OutRefusedError); without checkpoint it works.
+    "write_checkpoint_output": False,
+    # x.flatten() of a 1-d traced x returns x itself, so a write into either changes the
+    # other (silently wrong value; the views branch fixes it).  Off: no flatten at all.
+    "flatten": False,
 }
 
 
@@ -66,11 +78,14 @@ class Program:
         self.inputs = [np.array(x) for x in inputs]
         self.args = [f"x{i}" for i in range(len(inputs))]
         self.functions = dict(functions or {})     # names besides np the source may call
-        self.env = {"np": np, **self.functions}
+        self.env = {"np": np, "rune": rune, **self.functions}
         self.env.update({a: np.array(x) for a, x in zip(self.args, inputs)})
         self.lines = []
         self.result = self.args[-1]
         self.n = 0
+        self.untracked_views = set()     # names of views made other than by x[basic], x.T
+        self.scalar_sources = set()      # names NumPy scalars were read from by indexing
+        self.no_write = set()            # names a write into would meet a known limit
 
     @classmethod
     def from_source(cls, inputs, lines, result, functions=None):
@@ -96,14 +111,15 @@ class Program:
         return f"def f({', '.join(self.args)}):\n{body}    return {self.result}\n"
 
     def function(self):
-        ns = {"np": np, **self.functions}
+        ns = {"np": np, "rune": rune, **self.functions}
         exec(compile(self.source, "<random program>", "exec"), ns)
         return ns["f"]
 
     def names(self):
         """Every float array the program holds now (inputs first)."""
         return [k for k in self.env
-                if k != "np" and k not in self.functions and not k.startswith("__")]
+                if k not in ("np", "rune") and k not in self.functions
+                and not k.startswith("__")]
 
     def writable(self):
         """Intermediates NumPy lets a statement write into: not an input, not a view of one,
@@ -115,9 +131,15 @@ class Program:
                 continue
             if v.ndim == 0 and not KNOWN["index_0d"]:
                 continue
-            others = self.args if KNOWN["aliased_writes"] else \
-                [n for n in self.names() if n != k]
-            if any(np.may_share_memory(v, self.env[a]) for a in others):
+            if any(np.may_share_memory(v, self.env[a]) for a in self.args):
+                continue
+            if not KNOWN["aliased_writes"] and any(
+                    np.may_share_memory(v, self.env[u]) for u in self.untracked_views):
+                continue
+            if not KNOWN["scalar_then_write"] and any(
+                    np.may_share_memory(v, self.env[u]) for u in self.scalar_sources):
+                continue
+            if k in self.no_write:
                 continue
             out.append(k)
         return out
@@ -134,6 +156,15 @@ class Program:
             return None
         self.n += 1
         name = f"v{self.n}"
+        if isinstance(val, np.ndarray) and not _TRACKED_VIEW.match(expr) and any(
+                np.may_share_memory(val, self.env[k]) for k in self.names()):
+            self.untracked_views.add(name)
+        if isinstance(val, np.generic) and "[" in expr and _TRACKED_VIEW.match(expr):
+            self.scalar_sources.add(expr.split("[", 1)[0])
+        used = set(re.findall(r"\b[vx]\d+\b", expr))
+        if not KNOWN["write_checkpoint_output"] and (
+                expr.startswith("rune.checkpoint") or used & self.no_write):
+            self.no_write.add(name)
         self.env[name] = val
         self.lines.append(f"{name} = {expr}")
         self.result = name
@@ -166,6 +197,9 @@ class Program:
         self.lines.extend(lines)
         self.result = result
         return True
+
+
+_TRACKED_VIEW = re.compile(r"^\w+(\.T|\[[^\[\]]*\])$")      # x.T, x[basic index]
 
 
 def _ok(val):
@@ -481,7 +515,7 @@ def op_write(draw, p):
     targets = p.writable()
     kind = draw(st.sampled_from(["setitem", "setitem_add", "iadd", "imul", "buffer"]))
     if kind == "buffer" or not targets:
-        a = _pick(draw, p)
+        a = _pick(draw, p, [k for k in p.names() if k not in p.no_write])
         sh = _shape(p, a)
         if not sh and not KNOWN["index_0d"]:
             return False
@@ -535,8 +569,106 @@ def op_contract(draw, p):
     return p.try_assign(f"np.einsum({spec!r}, {a}, {b})") is not None
 
 
-OPS = [op_unary, op_unary, op_binary, op_binary, op_reduce, op_shape, op_shape, op_index,
-       op_write, op_write, op_contract]
+LINALG = {   # template on a square matrix {a} (and a vector or matrix {b}), guard
+    "inv": ("np.linalg.inv({a})", None),
+    "det": ("np.linalg.det({a})", None),
+    "slogdet": ("np.linalg.slogdet({a})[1]", None),
+    "solve": ("np.linalg.solve({a}, {b})", None),
+    "eigvalsh": ("np.linalg.eigh({a} + {a}.T)[0]",
+                 lambda m: _sort_gap(np.linalg.eigvalsh(m + m.T), 0) > 0.1),
+    "svdvals": ("np.linalg.svd({a}, compute_uv=False)",
+                lambda m: _sort_gap(np.linalg.svd(m, compute_uv=False), 0) > 0.1
+                and np.min(np.linalg.svd(m, compute_uv=False)) > 0.1),
+    "cholesky": ("np.linalg.cholesky({a} @ {a}.T + np.eye({n}))", None),
+    "trace": ("np.trace({a})", None),
+    "outer": ("np.outer({a}, {b})", None),
+}
+
+
+def op_linalg(draw, p):
+    """A linear-algebra function of a well-conditioned square matrix (condition number below
+    30, so derivatives and their finite differences stay accurate)."""
+    square = [k for k in p.names()
+              if np.ndim(p.env[k]) == 2 and _shape(p, k)[0] == _shape(p, k)[1]]
+    a = _pick(draw, p, square)
+    if a is None:
+        return False
+    m = p.env[a]
+    n = m.shape[0]
+    if np.linalg.cond(m) > 30:
+        return False
+    name = draw(st.sampled_from(sorted(LINALG)))
+    tmpl, guard = LINALG[name]
+    if guard is not None and not guard(m):
+        return False
+    rhs = [k for k in p.names() if np.ndim(p.env[k]) in (1, 2) and _shape(p, k)[0] == n]
+    b = _pick(draw, p, rhs) if name in ("solve", "outer") else None
+    if name in ("solve", "outer") and b is None:
+        return False
+    return p.try_assign(tmpl.format(a=a, b=b, n=n)) is not None
+
+
+def op_branch(draw, p):
+    """Python control flow on a traced value (a branch on a batched value under vmap runs
+    once per example); the condition is at least 0.5 away from its threshold."""
+    c = _pick(draw, p)
+    s = float(np.sum(p.env[c]))
+    thr = draw(st.sampled_from([0.0, 1.0, -1.0]))
+    if abs(s - thr) < 0.5:
+        return False
+    a = _pick(draw, p)
+    b_ = [k for k in p.names() if _bshape(_shape(p, a), _shape(p, k)) is not None]
+    b = _pick(draw, p, b_)
+    return p.try_assign(f"{a} * {b} if np.sum({c}) > {thr} else np.sin({a}) - {b}") is not None
+
+
+def op_checkpoint(draw, p):
+    """A block under rune.checkpoint (recomputed in the backward pass)."""
+    a = _pick(draw, p)
+    body = draw(st.sampled_from(["np.sin(t) * t", "np.tanh(t).sum() * t", "np.cumsum(t) + t[...]",
+                                 "t * t[::-1]"]))
+    if np.ndim(p.env[a]) == 0 and ("[" in body or "cumsum" in body):
+        return False
+    return p.try_assign(f"rune.checkpoint(lambda t: {body})({a})") is not None
+
+
+def op_method(draw, p):
+    """NumPy methods on arrays (x.mean(0), x.clip(...), x.dot(y), x.swapaxes(...), ...)."""
+    a = _pick(draw, p)
+    v = p.env[a]
+    nd = np.ndim(v)
+    kind = draw(st.sampled_from(["mean", "prod", "cumsum", "clip", "dot", "reshape", "swapaxes",
+                                 "squeeze", "std", "min", "flatten", "ptp"]))
+    if kind == "flatten" and not KNOWN["flatten"]:
+        return False
+    if kind in ("mean", "cumsum", "flatten", "reshape", "squeeze"):
+        arg = {"mean": f"axis={_axis(draw, nd, multi=False)}" if nd else "",
+               "cumsum": "", "flatten": "", "reshape": "-1", "squeeze": ""}[kind]
+        return p.try_assign(f"{a}.{kind}({arg})") is not None
+    if kind == "prod" and np.max(np.abs(v), initial=0) < 3:
+        return p.try_assign(f"{a}.prod()") is not None
+    if kind == "clip":
+        if min(_min_abs(v - 0.3), _min_abs(v + 0.7)) < GAP:
+            return False
+        return p.try_assign(f"{a}.clip(-0.7, 0.3)") is not None
+    if kind in ("std", "min", "ptp") and np.size(v) > 1:
+        if kind == "std" and np.std(v) < 0.1:
+            return False
+        if kind in ("min", "ptp") and _gap(v, None) < GAP:
+            return False
+        call = f"np.ptp({a})" if kind == "ptp" else f"{a}.{kind}()"
+        return p.try_assign(call) is not None
+    if kind == "swapaxes" and nd >= 2:
+        return p.try_assign(f"{a}.swapaxes(0, -1)") is not None
+    if kind == "dot" and nd:
+        fits = [k for k in p.names() if np.ndim(p.env[k]) == 1 and _shape(p, k)[0] == v.shape[-1]]
+        b = _pick(draw, p, fits)
+        return b is not None and p.try_assign(f"{a}.dot({b})") is not None
+    return False
+
+
+OPS = [op_unary, op_binary, op_reduce, op_shape, op_index, op_write, op_contract, op_method,
+       op_unary, op_binary, op_shape, op_write, op_linalg, op_branch, op_checkpoint]
 
 
 @st.composite
@@ -593,40 +725,47 @@ class Disagreement(AssertionError):
     """A program on which rune disagrees with finite differences, itself or a loop."""
 
 
-def check_program(p, data=None):
+def check_program(p, data=None, in_axes=None):
     """Run every check on program ``p``; raise ``Disagreement`` with its source on failure.
-    ``data`` (a hypothesis draw) chooses the vmap axes; without it, axis 0 for every input."""
+    ``in_axes`` are vmap's axes, one per input (0, -1 or None); without them, ``data`` (a
+    hypothesis draw) chooses them, and without either every input is mapped on axis 0."""
     f = p.function()
     inputs = [x.copy() for x in p.inputs]
     before = [x.copy() for x in inputs]
     rtol, atol = tolerances(p)
+    if in_axes is None:
+        in_axes = tuple(0 if data is None else data.draw(st.sampled_from(
+            [0, -1, None] if i else [0, -1]), label=f"in_axes[{i}]") for i in range(len(inputs)))
     try:
+        step = "values under jvp and vjp against NumPy"
+        want = f(*inputs)
+        for got in (rune.jvp(f, tuple(inputs), tuple(np.ones_like(x) for x in inputs))[0],
+                    rune.vjp(f, *inputs)[0]):
+            np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-10)
         step = "check_grads (order 2)"
         rune.check_grads(f, *inputs, order=2, rtol=rtol, atol=atol)
         step = "vmap against a loop"
         rng = np.random.default_rng(1)
         batch = [np.stack([x + 0.01 * k * rng.standard_normal(x.shape) for k in range(3)])
                  for x in inputs]
-        axes = []
-        for i, b in enumerate(batch):
-            choice = 0 if data is None else data.draw(st.sampled_from(
-                [0, -1, None] if i else [0, -1]), label=f"in_axes[{i}]")
-            axes.append(choice)
         args = [inputs[i] if ax is None else np.moveaxis(b, 0, ax)
-                for i, (b, ax) in enumerate(zip(batch, axes))]
+                for i, (b, ax) in enumerate(zip(batch, in_axes))]
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore", rune.PerformanceWarning)
-            check_vmap(f, *args, in_axes=tuple(axes), rtol=1e-9, atol=1e-9 * BOUND)
+            check_vmap(f, *args, in_axes=in_axes, rtol=1e-9, atol=1e-9 * BOUND)
             step = "vmap(grad) against a loop"
             w = rng.standard_normal(np.shape(f(*inputs)))
             g = rune.grad(lambda *xs: np.sum(f(*xs) * w), argnums=tuple(range(len(inputs))))
-            check_vmap(g, *args, in_axes=tuple(axes), rtol=1e-8, atol=1e-8 * BOUND)
+            check_vmap(g, *args, in_axes=in_axes, rtol=1e-8, atol=1e-8 * BOUND)
         step = "inputs unchanged"
         for x, b in zip(inputs, before):
             np.testing.assert_array_equal(x, b)
     except Exception as e:
-        raise Disagreement(f"{step}: {type(e).__name__}: {_first_lines(str(e))}\n\n"
-                           f"{p.source}\ninputs = {_inputs_source(p.inputs)}") from e
+        err = Disagreement(f"{step}: {type(e).__name__}: {_first_lines(str(e))}\n\n"
+                           f"{p.source}\ninputs = {_inputs_source(p.inputs)}\n"
+                           f"in_axes = {in_axes!r}  # for vmap")
+        err.in_axes = in_axes
+        raise err from e
 
 
 def _first_lines(s, n=8):
@@ -649,9 +788,9 @@ def signature(err):
     return step, rest.split(":", 1)[0]
 
 
-def fails_the_same(p, sig):
+def fails_the_same(p, sig, in_axes):
     try:
-        check_program(p)
+        check_program(p, in_axes=in_axes)
     except Disagreement as e:
         return signature(e) == sig
     except Exception:                # the reduced source is not a valid program
@@ -659,8 +798,10 @@ def fails_the_same(p, sig):
     return False
 
 
-def minimize(p, sig):
-    """Delete statements (and move the result earlier) while the program fails as ``sig``."""
+def minimize(p, sig, in_axes=None):
+    """Delete statements (and move the result earlier) while the program fails as ``sig``;
+    return the smaller program and its vmap axes."""
+    in_axes = tuple(in_axes or (0,) * len(p.inputs))
     lines, result = list(p.lines), p.result
     changed = True
     while changed:
@@ -669,7 +810,7 @@ def minimize(p, sig):
             trial = lines[:i] + lines[i + 1:]
             for res in _results(trial, result):
                 q = Program.from_source(p.inputs, trial, res, p.functions)
-                if q is not None and fails_the_same(q, sig):
+                if q is not None and fails_the_same(q, sig, in_axes):
                     lines, result, changed = trial, res, True
                     break
     inputs = list(p.inputs)
@@ -680,9 +821,10 @@ def minimize(p, sig):
             sub = (lambda t: re.sub(r"\bx\d+\b", lambda m: rename.get(m.group(0), m.group(0)), t))
             q = Program.from_source(inputs[:i] + inputs[i + 1:], [sub(ln) for ln in lines],
                                     sub(result), p.functions)
-            if q is not None and fails_the_same(q, sig):
-                inputs, lines, result = q.inputs, q.lines, q.result
-    return Program.from_source(inputs, lines, result, p.functions)
+            axes = in_axes[:i] + in_axes[i + 1:]
+            if q is not None and fails_the_same(q, sig, axes):
+                inputs, lines, result, in_axes = q.inputs, q.lines, q.result, axes
+    return Program.from_source(inputs, lines, result, p.functions), in_axes
 
 
 def _results(lines, result):

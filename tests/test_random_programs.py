@@ -23,14 +23,14 @@ def test_random_program(p, data):
     try:
         check_program(p, data)
     except Disagreement as e:
-        small = minimize(p, signature(e))
-        raise Disagreement(f"{e}\n\nshrunk to:\n{small.source}\ninputs = {small.inputs!r}") \
-            from None
+        small, axes = minimize(p, signature(e), e.in_axes)
+        raise Disagreement(f"{e}\n\nshrunk to:\n{small.source}\ninputs = {small.inputs!r}\n"
+                           f"in_axes = {axes!r}") from None
 
 
-def _program(inputs, *lines, functions=None):
+def _program(inputs, *lines, functions=None, result=None):
     p = Program.from_source([np.asarray(x, dtype=float) for x in inputs], list(lines),
-                            lines[-1].split(" ", 1)[0], functions)
+                            result or lines[-1].split(" ", 1)[0], functions)
     assert p is not None, "NumPy runs the program"
     return p
 
@@ -74,3 +74,33 @@ def test_known_limit_write_into_the_base_of_an_expand_dims_view():
                            "v2 = np.expand_dims(v1, 0)",
                            "v1[...] = np.sin(x0).sum()",
                            "v3 = v2 * 1.0"))
+
+
+@pytest.mark.xfail(strict=True, raises=Disagreement,
+                   reason="a NumPy scalar read by integer indexing is treated as a view of its "
+                          "array: a later write into the array changes it (silently wrong value)")
+def test_known_limit_scalar_read_by_indexing_then_its_array_written():
+    check_program(_program([[-0.53, 0.72, -1.23, 0.29]],
+                           "v1 = x0 * x0",
+                           "v2 = v1[-3]",
+                           "v1[...] += v2", result="v2"))
+
+
+@pytest.mark.xfail(strict=True, raises=Disagreement,
+                   reason="x.flatten() of a 1-d traced x returns x itself, so a write into the "
+                          "copy changes x (silently wrong value)")
+def test_known_limit_write_into_flatten_of_a_1d_value():
+    check_program(_program([[0.05], 1.34],
+                           "v1 = x0.flatten()",
+                           "v1 *= np.sin(x1).sum()",
+                           "v2 = np.squeeze(x0)"))
+
+
+@pytest.mark.xfail(strict=True, raises=Disagreement,
+                   reason="under vmap, rune.checkpoint of an unbatched argument returns a plain "
+                          "array, so a batched in-place write into it is refused")
+def test_known_limit_batched_write_into_checkpoint_result_of_unbatched_argument():
+    check_program(_program([-0.96, -0.05],
+                           "v1 = rune.checkpoint(lambda t: np.sin(t) * t)(x1)",
+                           "v2 = v1.cumsum()",
+                           "v2 += x0"), in_axes=(0, None))
