@@ -20,6 +20,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from hypothesis import HealthCheck, Phase, given, seed, settings, strategies as st  # noqa: E402
 
+import program_checks as checks  # noqa: E402
 import programs  # noqa: E402
 
 
@@ -41,23 +42,23 @@ def run(seconds, examples_per_round=50, max_ops=30, out=sys.stdout):
         def one(p, data):
             n_programs[0] += 1
             try:
-                programs.check_program(p, data)
-            except programs.Disagreement as e:
+                checks.check_program(p, data)
+            except checks.Disagreement as e:
                 failure[:] = [p, e]
                 raise
 
         try:
             one()
-        except programs.Disagreement:
+        except checks.Disagreement:
             p, e = failure
-            sig = programs.signature(e)
+            sig = checks.signature(e)
             if sig in found:
                 continue
-            small, axes = programs.minimize(p, sig, e.in_axes)
+            small, axes = checks.minimize(p, sig, e.in_axes)
             try:
-                programs.check_program(small, in_axes=axes)
+                checks.check_program(small, in_axes=axes)
                 err = e
-            except programs.Disagreement as e2:
+            except checks.Disagreement as e2:
                 err = e2
             found[sig] = str(err)
             print(f"\n=== disagreement {len(found)}: {sig[0]} ({sig[1]})\n{err}", file=out,

@@ -15,19 +15,7 @@ operations may come next:
   only into intermediates NumPy lets you write (not inputs, not broadcast views), including
   views of other intermediates, whose writes reach their base as in NumPy.
 
-``check_program`` then asserts, for the program ``f`` at its inputs:
-
-0. the values ``jvp`` and ``vjp`` compute are NumPy's;
-1. ``rune.check_grads(f, *inputs, order=2)``: forward and reverse mode against central finite
-   differences, the JVP/VJP identity, and the same again one order up, with an absolute
-   tolerance derived from the rounding error of the program's own values (``tolerances``);
-2. ``vmap(f)`` against a Python loop over a batch, with the batch axis of each input drawn
-   (first, last, or not mapped);
-3. ``vmap(grad(<f, w>))`` against a loop (per-example gradients);
-4. the inputs are unchanged afterwards.
-
-``tests/test_random_programs.py`` runs a bounded, seeded number; ``tests/fuzz.py`` (``make
-fuzz``) runs for as long as asked and prints each disagreement shrunk to a minimal program.
+The checks every program must pass are in ``program_checks.py``.
 """
 
 import itertools
@@ -38,7 +26,6 @@ import numpy as np
 from hypothesis import strategies as st
 
 import rune
-from helpers import check_vmap
 
 GAP = 0.05          # distance kept from kinks and ties (max, sort, abs, maximum, clip, where)
 DOMAIN = 0.2        # distance kept from singular points (log, sqrt, 1/x, power)
@@ -699,134 +686,3 @@ def programs(draw, max_ops=30):
         op = draw(st.sampled_from(OPS))
         op(draw, p)
     return p
-
-
-# --------------------------------------------------------------------------
-# checks
-# --------------------------------------------------------------------------
-
-def tolerances(p):
-    """``(rtol, atol)`` for ``check_grads`` on program ``p``.
-
-    Central differences with step ``EPS`` on a program whose values are at most ``M`` in
-    magnitude carry a rounding error of about ``n * u * M / EPS`` (``u`` the float64 unit
-    roundoff, ``n`` the number of statements each adding one rounding), and a truncation
-    error ``EPS**2 * f''' / 6`` negligible at these magnitudes (``BOUND`` bounds the values,
-    the safe domains bound the derivatives).  The tolerance is ten times that, and never
-    below check_grads' own defaults."""
-    values = [np.asarray(p.env[k]) for k in p.names()]
-    m = max([float(np.max(np.abs(v), initial=0.0)) for v in values] + [1.0])
-    n = len(p.lines) + 1
-    atol = max(1e-7, 10 * n * np.finfo(float).eps * m / EPS)
-    return 1e-5, atol
-
-
-class Disagreement(AssertionError):
-    """A program on which rune disagrees with finite differences, itself or a loop."""
-
-
-def check_program(p, data=None, in_axes=None):
-    """Run every check on program ``p``; raise ``Disagreement`` with its source on failure.
-    ``in_axes`` are vmap's axes, one per input (0, -1 or None); without them, ``data`` (a
-    hypothesis draw) chooses them, and without either every input is mapped on axis 0."""
-    f = p.function()
-    inputs = [x.copy() for x in p.inputs]
-    before = [x.copy() for x in inputs]
-    rtol, atol = tolerances(p)
-    if in_axes is None:
-        in_axes = tuple(0 if data is None else data.draw(st.sampled_from(
-            [0, -1, None] if i else [0, -1]), label=f"in_axes[{i}]") for i in range(len(inputs)))
-    try:
-        step = "values under jvp and vjp against NumPy"
-        want = f(*inputs)
-        for got in (rune.jvp(f, tuple(inputs), tuple(np.ones_like(x) for x in inputs))[0],
-                    rune.vjp(f, *inputs)[0]):
-            np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-10)
-        step = "check_grads (order 2)"
-        rune.check_grads(f, *inputs, order=2, rtol=rtol, atol=atol)
-        step = "vmap against a loop"
-        rng = np.random.default_rng(1)
-        batch = [np.stack([x + 0.01 * k * rng.standard_normal(x.shape) for k in range(3)])
-                 for x in inputs]
-        args = [inputs[i] if ax is None else np.moveaxis(b, 0, ax)
-                for i, (b, ax) in enumerate(zip(batch, in_axes))]
-        with warnings.catch_warnings(), np.errstate(all="ignore"):
-            warnings.simplefilter("ignore", rune.PerformanceWarning)
-            check_vmap(f, *args, in_axes=in_axes, rtol=1e-9, atol=1e-9 * BOUND)
-            step = "vmap(grad) against a loop"
-            w = rng.standard_normal(np.shape(f(*inputs)))
-            g = rune.grad(lambda *xs: np.sum(f(*xs) * w), argnums=tuple(range(len(inputs))))
-            check_vmap(g, *args, in_axes=in_axes, rtol=1e-8, atol=1e-8 * BOUND)
-        step = "inputs unchanged"
-        for x, b in zip(inputs, before):
-            np.testing.assert_array_equal(x, b)
-    except Exception as e:
-        err = Disagreement(f"{step}: {type(e).__name__}: {_first_lines(str(e))}\n\n"
-                           f"{p.source}\ninputs = {_inputs_source(p.inputs)}\n"
-                           f"in_axes = {in_axes!r}  # for vmap")
-        err.in_axes = in_axes
-        raise err from e
-
-
-def _first_lines(s, n=8):
-    lines = s.strip().splitlines()
-    return "\n".join(lines[:n]) + ("\n..." if len(lines) > n else "")
-
-
-def _inputs_source(inputs):
-    return "[" + ", ".join(f"np.array({x.tolist()!r})" for x in inputs) + "]"
-
-
-# --------------------------------------------------------------------------
-# shrinking
-# --------------------------------------------------------------------------
-
-def signature(err):
-    """What kind of disagreement: the failing check and the exception's type."""
-    head = str(err).split("\n", 1)[0]
-    step, _, rest = head.partition(": ")
-    return step, rest.split(":", 1)[0]
-
-
-def fails_the_same(p, sig, in_axes):
-    try:
-        check_program(p, in_axes=in_axes)
-    except Disagreement as e:
-        return signature(e) == sig
-    except Exception:                # the reduced source is not a valid program
-        return False
-    return False
-
-
-def minimize(p, sig, in_axes=None):
-    """Delete statements (and move the result earlier) while the program fails as ``sig``;
-    return the smaller program and its vmap axes."""
-    in_axes = tuple(in_axes or (0,) * len(p.inputs))
-    lines, result = list(p.lines), p.result
-    changed = True
-    while changed:
-        changed = False
-        for i in reversed(range(len(lines))):
-            trial = lines[:i] + lines[i + 1:]
-            for res in _results(trial, result):
-                q = Program.from_source(p.inputs, trial, res, p.functions)
-                if q is not None and fails_the_same(q, sig, in_axes):
-                    lines, result, changed = trial, res, True
-                    break
-    inputs = list(p.inputs)
-    for i in reversed(range(len(inputs))):     # drop the inputs no statement uses
-        used = re.compile(rf"\bx{i}\b")
-        if len(inputs) > 1 and not any(used.search(ln) for ln in lines + [result]):
-            rename = {f"x{j}": f"x{j - 1}" for j in range(i + 1, len(inputs))}
-            sub = (lambda t: re.sub(r"\bx\d+\b", lambda m: rename.get(m.group(0), m.group(0)), t))
-            q = Program.from_source(inputs[:i] + inputs[i + 1:], [sub(ln) for ln in lines],
-                                    sub(result), p.functions)
-            axes = in_axes[:i] + in_axes[i + 1:]
-            if q is not None and fails_the_same(q, sig, axes):
-                inputs, lines, result, in_axes = q.inputs, q.lines, q.result, axes
-    return Program.from_source(inputs, lines, result, p.functions), in_axes
-
-
-def _results(lines, result):
-    names = [ln.split(" ", 1)[0] for ln in lines]
-    return [result] + [n for n in reversed(names) if n.isidentifier() and n != result]

@@ -1,4 +1,4 @@
-"""Random programs (tests/programs.py): a bounded, seeded number of generated NumPy programs
+"""Random programs (tests/programs.py, tests/program_checks.py): a bounded, seeded number of generated NumPy programs
 of 1 to 30 operations, each under check_grads to second order, vmap and vmap(grad) against
 a loop, with its inputs unchanged.  ``make fuzz`` runs as many as asked.
 
@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
-from programs import Disagreement, Program, check_program, minimize, programs, signature
+from program_checks import Disagreement, check_program, minimize, signature
+from programs import Program, programs
 
 
 @settings(max_examples=15, deadline=None, derandomize=True, database=None,
