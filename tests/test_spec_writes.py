@@ -68,28 +68,6 @@ def test_writes_with_advanced_and_boolean_indices():
     np.testing.assert_allclose(rune.grad(f)(x), fd_grad(f, x), atol=1e-6)
 
 
-def test_writing_traced_value_into_plain_array_raises_clear_error():
-    def one_element(x):
-        buf = np.zeros(3)
-        buf[0] = x[0]
-        return np.sum(buf)
-
-    def slice_write(x):
-        buf = np.zeros(3)
-        buf[:] = x
-        return np.sum(buf)
-
-    for fn in (one_element, slice_write):
-        for tr in (lambda f: rune.grad(f)(np.ones(3)),
-                   lambda f: rune.jvp(f, (np.ones(3),), (np.ones(3),))):
-            with pytest.raises(rune.TracerConversionError) as ei:
-                tr(fn)
-            msg = str(ei.value)
-            assert isinstance(ei.value, TypeError)
-            assert "zeros_like" in msg or "np.stack" in msg
-            assert "stop_gradient" in msg
-
-
 def test_inplace_add_of_traced_into_plain_array_is_refused():
     def f(x):
         buf = np.zeros(3)
@@ -260,27 +238,30 @@ def test_writes_through_views_match_numpy_or_raise(f):
     np.testing.assert_allclose(out, f(x.copy()))
 
 
-@pytest.mark.parametrize("write", [
-    lambda p, x: np.copyto(p, x),
-    lambda p, x: np.copyto(p, x, where=np.array([True, False, True])),
-    lambda p, x: np.put(p, [0, 1], x[:2]),
-    lambda p, x: np.place(p, np.array([True, False, True]), x[:2]),
-    lambda p, x: np.putmask(p, np.array([True, False, True]), x),
-    lambda p, x: np.put_along_axis(p, np.array([0, 1]), x[:2], axis=0),
-    lambda p, x: p.fill(x[0]),
-    lambda p, x: p.__setitem__(np.array([True, False, True]), x[:2]),
-    lambda p, x: p.__setitem__(np.array([0, 2]), x[:2]),
-    lambda p, x: p.__setitem__(0, x[0]),
-    lambda p, x: p[:2].__iadd__(x[:2]),
-    lambda p, x: np.fill_diagonal(p.reshape(1, 3), x[0]),
-    lambda p, x: np.add(p, x, out=p),
-], ids=["copyto", "copyto_where", "put", "place", "putmask", "put_along_axis", "fill",
-        "mask", "fancy", "element", "iadd_slice", "fill_diagonal", "add_out"])
+PLAIN_WRITES = {
+    "copyto": lambda p, x: np.copyto(p, x),
+    "copyto_where": lambda p, x: np.copyto(p, x, where=np.array([True, False, True])),
+    "put": lambda p, x: np.put(p, [0, 1], x[:2]),
+    "place": lambda p, x: np.place(p, np.array([True, False, True]), x[:2]),
+    "putmask": lambda p, x: np.putmask(p, np.array([True, False, True]), x),
+    "put_along_axis": lambda p, x: np.put_along_axis(p, np.array([0, 1]), x[:2], axis=0),
+    "fill": lambda p, x: p.fill(x[0]),
+    "mask": lambda p, x: p.__setitem__(np.array([True, False, True]), x[:2]),
+    "fancy": lambda p, x: p.__setitem__(np.array([0, 2]), x[:2]),
+    "element": lambda p, x: p.__setitem__(0, x[0]),
+    "slice": lambda p, x: p.__setitem__(slice(None), x),
+    "iadd_slice": lambda p, x: p[:2].__iadd__(x[:2]),
+    "fill_diagonal": lambda p, x: np.fill_diagonal(p.reshape(1, 3), x[0]),
+    "add_out": lambda p, x: np.add(p, x, out=p),
+}
+
+
+@pytest.mark.parametrize("name", list(PLAIN_WRITES))
 @pytest.mark.parametrize("mode", ["grad", "jvp"])
-def test_traced_writes_into_plain_arrays_are_refused(write, mode):
+def test_traced_writes_into_plain_arrays_are_refused(name, mode):
     def f(x):
         plain = np.zeros(3)
-        write(plain, x)
+        PLAIN_WRITES[name](plain, x)
         return np.sum(plain) + np.sum(x)
     x = np.array([1.0, 2.0, 3.0])
     with pytest.raises((rune.TracerConversionError, NotImplementedError)) as ei:
@@ -290,3 +271,5 @@ def test_traced_writes_into_plain_arrays_are_refused(write, mode):
             rune.jvp(f, (x,), (np.ones(3),))
     msg = str(ei.value)
     assert "zeros_like" in msg or "np.stack" in msg or "assign the result" in msg, msg
+    if name in ("element", "slice"):     # NumPy's coercion: rune's TypeError, with the way out
+        assert isinstance(ei.value, rune.TracerConversionError) and "stop_gradient" in msg, msg
