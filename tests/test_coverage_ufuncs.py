@@ -2,7 +2,6 @@
 through ``helpers.check_op`` (jvp against central differences, vjp/grad against the jvp,
 vmap against a Python loop, float32, and second order through nesting)."""
 
-
 import numpy as np
 import pytest
 

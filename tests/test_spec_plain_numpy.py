@@ -2,7 +2,6 @@
 attributes) inside every transformation, plain ndarrays out; 1.6: no NaN from the branch
 not taken."""
 
-
 import numpy as np
 import pytest
 
