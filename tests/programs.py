@@ -40,21 +40,14 @@ KNOWN = {
     # x[..., None], x[()] and x[...] = v on a 0-d traced value: 0-d tracers are not
     # subscriptable (core.ArrayMixin gives sequence behaviour to rank >= 1 only).
     "index_0d": False,
-    # a write into an array that another live value views through expand_dims, reshape,
-    # squeeze, ...: only basic indexing and .T are tracked as views on main today (the
-    # views branch tracks the rest).  Views by basic indexing and .T are always generated.
-    "aliased_writes": False,
-    # a NumPy scalar read by integer indexing (s = v[1]) changes when v is written later:
-    # rune treats it as a view of v, NumPy as a copy (silently wrong value; the views
-    # branch fixes it).
-    "scalar_then_write": False,
     # a write of a batched value into the result of rune.checkpoint(g)(a), or a value
     # computed from it, under vmap when a is not batched: rune.checkpoint returns a plain
     # array there (TracerConversionError, OutRefusedError); without checkpoint it works.
     "write_checkpoint_output": False,
-    # x.flatten() of a 1-d traced x returns x itself, so a write into either changes the
-    # other (silently wrong value; the views branch fixes it).  Off: no flatten at all.
-    "flatten": False,
+    # a write into a view (expand_dims, reshape, [None], ...) of a 0-d value NumPy holds as
+    # a scalar (np.sum(x), x0 * 1.0 on 0-d x0): NumPy's "view" is a fresh array, rune's
+    # reaches the scalar (silently wrong value).
+    "view_of_scalar_write": False,
 }
 
 
@@ -70,8 +63,6 @@ class Program:
         self.lines = []
         self.result = self.args[-1]
         self.n = 0
-        self.untracked_views = set()     # names of views made other than by x[basic], x.T
-        self.scalar_sources = set()      # names NumPy scalars were read from by indexing
         self.no_write = set()            # names a write into would meet a known limit
 
     @classmethod
@@ -120,12 +111,6 @@ class Program:
                 continue
             if any(np.may_share_memory(v, self.env[a]) for a in self.args):
                 continue
-            if not KNOWN["aliased_writes"] and any(
-                    np.may_share_memory(v, self.env[u]) for u in self.untracked_views):
-                continue
-            if not KNOWN["scalar_then_write"] and any(
-                    np.may_share_memory(v, self.env[u]) for u in self.scalar_sources):
-                continue
             if k in self.no_write:
                 continue
             out.append(k)
@@ -143,14 +128,13 @@ class Program:
             return None
         self.n += 1
         name = f"v{self.n}"
-        if isinstance(val, np.ndarray) and not _TRACKED_VIEW.match(expr) and any(
-                np.may_share_memory(val, self.env[k]) for k in self.names()):
-            self.untracked_views.add(name)
-        if isinstance(val, np.generic) and "[" in expr and _TRACKED_VIEW.match(expr):
-            self.scalar_sources.add(expr.split("[", 1)[0])
         used = set(re.findall(r"\b[vx]\d+\b", expr))
-        if not KNOWN["write_checkpoint_output"] and (
-                expr.startswith("rune.checkpoint") or used & self.no_write):
+        if used & self.no_write:
+            self.no_write.add(name)
+        if not KNOWN["write_checkpoint_output"] and expr.startswith("rune.checkpoint"):
+            self.no_write.add(name)
+        if not KNOWN["view_of_scalar_write"] and isinstance(val, np.ndarray) and any(
+                isinstance(self.env[u], np.generic) for u in used):
             self.no_write.add(name)
         self.env[name] = val
         self.lines.append(f"{name} = {expr}")
@@ -184,9 +168,6 @@ class Program:
         self.lines.extend(lines)
         self.result = result
         return True
-
-
-_TRACKED_VIEW = re.compile(r"^\w+(\.T|\[[^\[\]]*\])$")      # x.T, x[basic index]
 
 
 def _ok(val):
@@ -626,8 +607,6 @@ def op_method(draw, p):
     nd = np.ndim(v)
     kind = draw(st.sampled_from(["mean", "prod", "cumsum", "clip", "dot", "reshape", "swapaxes",
                                  "squeeze", "std", "min", "flatten", "ptp"]))
-    if kind == "flatten" and not KNOWN["flatten"]:
-        return False
     if kind in ("mean", "cumsum", "flatten", "reshape", "squeeze"):
         arg = {"mean": f"axis={_axis(draw, nd, multi=False)}" if nd else "",
                "cumsum": "", "flatten": "", "reshape": "-1", "squeeze": ""}[kind]

@@ -4,7 +4,9 @@ a loop, with its inputs unchanged.  ``make fuzz`` runs as many as asked.
 
 A failure prints the program shrunk to its fewest statements, as source.  The known limits
 the fuzzer found are strict xfails below, with their minimal programs; the generator leaves
-them out of the bounded run (``programs.KNOWN``) until they are fixed.
+them out of the bounded run (``programs.KNOWN``) until they are fixed.  The ``test_found_*``
+programs are disagreements it found that are fixed now (silently wrong values on writes
+through views, fixed by rune.views), kept as regression tests.
 """
 
 import numpy as np
@@ -66,10 +68,7 @@ def test_known_limit_indexing_a_0d_value():
     check_program(_program([0.41], "v1 = x0[..., None]"))
 
 
-@pytest.mark.xfail(strict=True, raises=Disagreement,
-                   reason="np.expand_dims does not return a tracked view on main: a write "
-                          "into its base leaves it stale (silently wrong value)")
-def test_known_limit_write_into_the_base_of_an_expand_dims_view():
+def test_found_write_into_the_base_of_an_expand_dims_view():
     check_program(_program([[[[0.41]]]],
                            "v1 = np.abs(x0)",
                            "v2 = np.expand_dims(v1, 0)",
@@ -77,20 +76,14 @@ def test_known_limit_write_into_the_base_of_an_expand_dims_view():
                            "v3 = v2 * 1.0"))
 
 
-@pytest.mark.xfail(strict=True, raises=Disagreement,
-                   reason="a NumPy scalar read by integer indexing is treated as a view of its "
-                          "array: a later write into the array changes it (silently wrong value)")
-def test_known_limit_scalar_read_by_indexing_then_its_array_written():
+def test_found_scalar_read_by_indexing_then_its_array_written():
     check_program(_program([[-0.53, 0.72, -1.23, 0.29]],
                            "v1 = x0 * x0",
                            "v2 = v1[-3]",
                            "v1[...] += v2", result="v2"))
 
 
-@pytest.mark.xfail(strict=True, raises=Disagreement,
-                   reason="x.flatten() of a 1-d traced x returns x itself, so a write into the "
-                          "copy changes x (silently wrong value)")
-def test_known_limit_write_into_flatten_of_a_1d_value():
+def test_found_write_into_flatten_of_a_1d_value():
     check_program(_program([[0.05], 1.34],
                            "v1 = x0.flatten()",
                            "v1 *= np.sin(x1).sum()",
@@ -105,3 +98,13 @@ def test_known_limit_batched_write_into_checkpoint_result_of_unbatched_argument(
                            "v1 = rune.checkpoint(lambda t: np.sin(t) * t)(x1)",
                            "v2 = v1.cumsum()",
                            "v2 += x0"), in_axes=(0, None))
+
+
+@pytest.mark.xfail(strict=True, raises=Disagreement,
+                   reason="a view (expand_dims, reshape) of a 0-d value NumPy holds as a scalar "
+                          "is a fresh array in NumPy; rune's write reaches the scalar")
+def test_known_limit_write_into_a_view_of_a_numpy_scalar():
+    check_program(_program([-0.31],
+                           "v1 = np.prod(x0 * x0, axis=None, keepdims=True)",
+                           "v2 = np.expand_dims(v1, -1)",
+                           "v2[np.array([0, -1, 0, 0])] = x0", result="v1"))
