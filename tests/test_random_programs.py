@@ -90,10 +90,7 @@ def test_found_write_into_flatten_of_a_1d_value():
                            "v2 = np.squeeze(x0)"))
 
 
-@pytest.mark.xfail(strict=True, raises=Disagreement,
-                   reason="under vmap, rune.checkpoint of an unbatched argument returns a plain "
-                          "array, so a batched in-place write into it is refused")
-def test_known_limit_batched_write_into_checkpoint_result_of_unbatched_argument():
+def test_found_batched_write_into_checkpoint_result_of_unbatched_argument():
     check_program(_program([-0.96, -0.05],
                            "v1 = rune.checkpoint(lambda t: np.sin(t) * t)(x1)",
                            "v2 = v1.cumsum()",

@@ -179,8 +179,11 @@ class BatchTrace(Trace):
         """A call-like construct (see :mod:`rune.calls`): the same call with every
         function vectorized (``call.batched``), handed one level down."""
         vals, bdims = self.unwrap(args)
-        if all(b is None for b in bdims):
-            return bind_call(call, vals)
+        if all(b is None for b in bdims):    # unbatched, but traced here: still this
+            outs = bind_call(call, vals)     # trace's values (a batched write may follow)
+            if any(isinstance(a, BatchTracer) and a._trace is self for a in args):
+                return tuple(BatchTracer(o, None, self) for o in outs)
+            return outs
         outs = bind_call(call.batched(bdims, self), vals)
         if leaked(outs, self.level) is not None:
             return call.leaked_outputs(self, args)
