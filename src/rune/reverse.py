@@ -50,15 +50,115 @@ class Node:
         self.zeros = zeros      # how structural zeros cross it: 0, ELEMENTWISE or MASKS
 
 
-class _Meta:
-    """The shape and dtype of an output whose value the backward pass does not need."""
+class Dropped:
+    """What the tape holds of a value the backward pass does not read: its shape and
+    dtype (the engine fits cotangents to them), nothing else.
 
-    __slots__ = ("shape", "dtype")
+    A primitive declares in ``residuals`` what its VJP rules read; every other argument
+    and its output reach the rules as a ``Dropped``, which raises :class:`ResidualError`
+    on any use of its value, so an undeclared read fails loudly at every array size
+    rather than holding memory silently.
+    """
 
-    def __init__(self, value):
-        self.shape = value.shape
-        self.dtype = value.dtype
+    __slots__ = ("shape", "dtype", "prim", "what")
 
+    def __init__(self, value, prim="?", what="a value"):
+        s = getattr(value, "shape", None)
+        self.shape = np.shape(value) if s is None else s
+        d = getattr(value, "dtype", None)
+        self.dtype = np.asarray(value).dtype if d is None else d
+        self.prim = prim
+        self.what = what
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def size(self):
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def _refuse(self, *args, **kwargs):
+        raise ResidualError(
+            f"the VJP of primitive {self.prim!r} read {self.what}, which its residuals= "
+            f"declaration does not keep; declare it (\"args\", \"out\", an argument index "
+            f"or \"shapes\") in the primitive's constructor")
+
+    def __getattr__(self, name):
+        self._refuse()
+
+    __array__ = __array_ufunc__ = __array_function__ = _refuse
+    __getitem__ = __iter__ = __len__ = __bool__ = __float__ = __int__ = __complex__ = _refuse
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _refuse
+    __truediv__ = __rtruediv__ = __pow__ = __rpow__ = __matmul__ = __rmatmul__ = _refuse
+    __neg__ = __pos__ = __abs__ = __lt__ = __le__ = __gt__ = __ge__ = _refuse
+
+    def __repr__(self):
+        return f"Dropped(shape={self.shape}, dtype={self.dtype}, of {self.prim!r})"
+
+
+class ResidualError(RuntimeError):
+    """A VJP rule read a value its primitive's ``residuals=`` does not declare."""
+
+
+_Meta = Dropped      # the former name
+
+
+class _Plan:
+    """What the tape keeps of one primitive's application, from its ``residuals``:
+    ``args`` True (all), False (none) or a frozenset of argument indices; ``shapes``:
+    dropped arrays keep their shape and dtype; ``out``: the output is kept."""
+
+    __slots__ = ("decl", "args", "shapes", "out", "gone")
+
+    def __init__(self, prim):
+        decl = self.decl = prim.residuals
+        if decl is None:
+            self.args, self.shapes, self.out = True, False, True
+        else:
+            if isinstance(decl, str):
+                raise TypeError(f"primitive {prim.name!r}: residuals= must be a tuple, "
+                                f"e.g. ({decl!r},), not the string {decl!r}")
+            for d in decl:
+                if d not in ("args", "out", "shapes") and not isinstance(d, int):
+                    raise ValueError(f"primitive {prim.name!r}: residuals= holds {d!r}; "
+                                     f"the entries are \"args\", \"out\", \"shapes\" "
+                                     f"and argument indices")
+            idx = frozenset(d for d in decl if isinstance(d, int) and not isinstance(d, bool))
+            self.args = True if "args" in decl else (idx or False)
+            self.shapes = "shapes" in decl
+            self.out = "out" in decl
+        self.gone = None
+        if self.args is False and not self.shapes:
+            # Nothing of the arguments is read: one shared stand-in without even a shape.
+            g = Dropped.__new__(Dropped)
+            g.prim, g.what = prim.name, "an argument (not even its shape is kept)"
+            self.gone = [(g,) * n for n in range(8)]
+
+
+_plans = {}
+
+
+def _plan(prim):
+    plan = _plans.get(prim)
+    if plan is None or plan.decl is not prim.residuals:
+        plan = _plans[prim] = _Plan(prim)
+    return plan
+
+
+def _kept_args(plan, vals, name):
+    """The arguments as the tape keeps them: declared ones whole, the others dropped."""
+    keep = plan.args
+    res = []
+    for i, v in enumerate(vals):
+        if keep is True or (keep and i in keep) or not hasattr(v, "shape"):
+            res.append(v)        # kept, or a Python scalar/None (nothing worth freeing)
+        elif plan.shapes:
+            res.append(Dropped(v, name, f"the value of its argument {i} (only its shape "
+                                        f"and dtype are kept)"))
+        else:
+            res.append(Dropped(v, name, f"its argument {i}"))
+    return res
 
 
 class ReverseTracer(Tracer):
@@ -120,17 +220,24 @@ class ReverseTrace(Trace):
             if prim.vjp is None:
                 raise NotImplementedError(
                     f"{prim.name!r} has no reverse-mode rule, so it cannot be used under grad/vjp")
-            keep = prim.residuals
-            if keep is None or type(out) is not np.ndarray or out.nbytes < 65536:
+            plan = _plans.get(prim)
+            if plan is None or plan.decl is not prim.residuals:
+                plan = _plan(prim)
+            # Keep only what the VJP rules read (SPEC: the memory floor), at every size,
+            # so that a layer's pre-activation is freed as soon as the forward pass drops it.
+            if plan.args is not True:
+                gone = plan.gone
+                vals = gone[len(vals)] if gone is not None and len(vals) < 8 else \
+                    _kept_args(plan, vals, prim.name)
+            if plan.out:
                 node = Node(prim.vjp, vals, params, out, parents)
+            elif prim.multiple_results:
+                dropped = tuple(Dropped(o, prim.name, f"its output {k}")
+                                for k, o in enumerate(out))
+                node = Node(prim.vjp, vals, params, dropped, parents, dropped)
             else:
-                # Keep only what the VJP rules read, so that memory (a layer's
-                # pre-activation, say) is freed as soon as the forward pass drops it;
-                # small arrays are not worth the bookkeeping.
-                node = Node(prim.vjp,
-                            vals if "args" in keep else (None,) * len(vals), params,
-                            out if "out" in keep else None, parents,
-                            None if "out" in keep else _Meta(out))
+                dropped = Dropped(out, prim.name, "its output")
+                node = Node(prim.vjp, vals, params, dropped, parents, dropped)
             if prim.masks:
                 node.zeros = MASKS
             elif prim.elementwise:
@@ -231,7 +338,8 @@ def backward(tape, seeds):
             continue
         out = node.out
         if type(ct) is list:   # several results: instantiate the zeros
-            ct = tuple(np.zeros_like(o) if c is None else c for c, o in zip(ct, out))
+            ct = tuple((np.zeros(o.shape, o.dtype) if type(o) is Dropped else np.zeros_like(o))
+                       if c is None else c for c, o in zip(ct, out))
         args = node.args
         params = node.params
         mask = zeros.pop(node, None) if zeros else None
