@@ -106,7 +106,7 @@ _Meta = Dropped      # the former name
 
 class _Plan:
     """What the tape keeps of one primitive's application, from its ``residuals``:
-    ``args`` True (all), False (none) or a frozenset of argument indices; ``shapes``:
+    ``args`` True (all), False (none) or a tuple of argument indices and slices; ``shapes``:
     dropped arrays keep their shape and dtype; ``out``: the output is kept."""
 
     __slots__ = ("decl", "args", "shapes", "out", "gone")
@@ -120,11 +120,12 @@ class _Plan:
                 raise TypeError(f"primitive {prim.name!r}: residuals= must be a tuple, "
                                 f"e.g. ({decl!r},), not the string {decl!r}")
             for d in decl:
-                if d not in ("args", "out", "shapes") and not isinstance(d, int):
+                if not (isinstance(d, (int, slice)) and not isinstance(d, bool)
+                        or d in ("args", "out", "shapes")):
                     raise ValueError(f"primitive {prim.name!r}: residuals= holds {d!r}; "
-                                     f"the entries are \"args\", \"out\", \"shapes\" "
-                                     f"and argument indices")
-            idx = frozenset(d for d in decl if isinstance(d, int) and not isinstance(d, bool))
+                                     f"the entries are \"args\", \"out\", \"shapes\", "
+                                     f"argument indices and slices of them")
+            idx = tuple(d for d in decl if isinstance(d, (int, slice)))
             self.args = True if "args" in decl else (idx or False)
             self.shapes = "shapes" in decl
             self.out = "out" in decl
@@ -149,9 +150,13 @@ def _plan(prim):
 def _kept_args(plan, vals, name):
     """The arguments as the tape keeps them: declared ones whole, the others dropped."""
     keep = plan.args
+    n = len(vals)
+    kept = set()
+    for d in keep or ():
+        kept.update(range(n)[d] if isinstance(d, slice) else (d % n,) if -n <= d < n else ())
     res = []
     for i, v in enumerate(vals):
-        if keep is True or (keep and i in keep) or not hasattr(v, "shape"):
+        if i in kept or not hasattr(v, "shape"):
             res.append(v)        # kept, or a Python scalar/None (nothing worth freeing)
         elif plan.shapes:
             res.append(Dropped(v, name, f"the value of its argument {i} (only its shape "
