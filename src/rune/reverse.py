@@ -107,24 +107,24 @@ _Meta = Dropped      # the former name
 class _Plan:
     """What the tape keeps of one primitive's application, from its ``residuals``:
     ``args`` True (all), False (none) or a tuple of argument indices and slices; ``shapes``:
-    dropped arrays keep their shape and dtype; ``out``: the output is kept."""
+    dropped arrays keep their shape and dtype; ``out``: the output is kept.  A
+    per-argument declaration (a dict: argument index -> what that argument's rule reads)
+    gives one plan per set of arguments with a derivative (``per``, ``sub``)."""
 
-    __slots__ = ("decl", "args", "shapes", "out", "gone")
+    __slots__ = ("decl", "args", "shapes", "out", "gone", "per", "sub")
 
-    def __init__(self, prim):
-        decl = self.decl = prim.residuals
+    def __init__(self, prim, decl=False):
+        decl = self.decl = prim.residuals if decl is False else decl
+        self.per = None
         if decl is None:
             self.args, self.shapes, self.out = True, False, True
+        elif isinstance(decl, dict):
+            self.per = {i: _entries(prim, d) for i, d in decl.items()}
+            self.sub = {}
+            every = tuple({e: None for d in self.per.values() for e in d})
+            self.args, self.shapes, self.out = _Plan(prim, every).parts()
         else:
-            if isinstance(decl, str):
-                raise TypeError(f"primitive {prim.name!r}: residuals= must be a tuple, "
-                                f"e.g. ({decl!r},), not the string {decl!r}")
-            for d in decl:
-                if not (isinstance(d, (int, slice)) and not isinstance(d, bool)
-                        or d in ("args", "out", "shapes")):
-                    raise ValueError(f"primitive {prim.name!r}: residuals= holds {d!r}; "
-                                     f"the entries are \"args\", \"out\", \"shapes\", "
-                                     f"argument indices and slices of them")
+            decl = _entries(prim, decl)
             idx = tuple(d for d in decl if isinstance(d, (int, slice)))
             self.args = True if "args" in decl else (idx or False)
             self.shapes = "shapes" in decl
@@ -135,6 +135,31 @@ class _Plan:
             g = Dropped.__new__(Dropped)
             g.prim, g.what = prim.name, "an argument (not even its shape is kept)"
             self.gone = [(g,) * n for n in range(8)]
+
+    def parts(self):
+        return self.args, self.shapes, self.out
+
+    def for_parents(self, prim, parents):
+        """The plan when the arguments ``parents`` (``(index, node, pos)``) have a derivative."""
+        key = tuple(i for i, _, _ in parents)
+        plan = self.sub.get(key)
+        if plan is None:
+            reads = tuple({e: None for i in key for e in self.per.get(i, ("args", "out"))})
+            plan = self.sub[key] = _Plan(prim, reads)
+        return plan
+
+
+def _entries(prim, decl):
+    if isinstance(decl, str):
+        raise TypeError(f"primitive {prim.name!r}: residuals= must be a tuple, "
+                        f"e.g. ({decl!r},), not the string {decl!r}")
+    for d in decl:
+        if not (isinstance(d, (int, slice)) and not isinstance(d, bool)
+                or d in ("args", "out", "shapes")):
+            raise ValueError(f"primitive {prim.name!r}: residuals= holds {d!r}; "
+                             f"the entries are \"args\", \"out\", \"shapes\", "
+                             f"argument indices and slices of them")
+    return tuple(decl)
 
 
 _plans = {}
@@ -228,6 +253,8 @@ class ReverseTrace(Trace):
             plan = _plans.get(prim)
             if plan is None or plan.decl is not prim.residuals:
                 plan = _plan(prim)
+            if plan.per is not None:
+                plan = plan.for_parents(prim, parents)
             # Keep only what the VJP rules read (SPEC: the memory floor), at every size,
             # so that a layer's pre-activation is freed as soon as the forward pass drops it.
             if plan.args is not True:

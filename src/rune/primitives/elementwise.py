@@ -112,7 +112,8 @@ def elementwise(ufunc, *partials, name=None, uses=None, masks=False):
     of each input only), so the engine zeroes ``g * d`` where ``g`` is a structural zero.
 
     * ``uses`` (the primitive's ``residuals``): what the partials read, ``"out"`` or
-      ``"args"`` (default: both), so that the tape keeps nothing else.  Partials that
+      ``"args"``, a tuple of entries or a dict of them per argument (``x * y``: the
+      partial in ``x`` reads ``y`` only), so that the tape keeps nothing else.  Partials that
       are all ``ONE``/``NEG``/``None`` read nothing, and the tape keeps nothing.
     * ``masks``: the partials are weights >= 0 and exactly 0 for the branch not taken
       (``maximum``: the loser's), which the engine then tracks as a structural zero.
@@ -121,7 +122,8 @@ def elementwise(ufunc, *partials, name=None, uses=None, masks=False):
     if all(d is None or d is ONE or d is NEG for d in partials):
         residuals = ()
     else:
-        residuals = None if uses is None else uses if isinstance(uses, tuple) else (uses,)
+        residuals = None if uses is None else uses if isinstance(uses, (tuple, dict)) \
+            else (uses,)
     return elementwise_primitive(name or ufunc.__name__, ufunc, jvp=rules, vjp=rules,
                                  residuals=residuals, masks=masks, elementwise=True,
                                  ufunc=ufunc)
@@ -152,9 +154,10 @@ LN10 = np.log(10.0)
 
 add_p = binary(np.add, ONE, ONE)
 subtract_p = binary(np.subtract, ONE, NEG)
-multiply_p = binary(np.multiply, lambda x, y, z: y, lambda x, y, z: x, uses="args")
+multiply_p = binary(np.multiply, lambda x, y, z: y, lambda x, y, z: x,
+                    uses={0: (1,), 1: (0,)})        # x * 1.5 keeps only the 1.5
 divide_p = binary(np.true_divide, over(lambda x, y, z: y), lambda x, y, z: -z / y,
-                  uses=("args", "out"))
+                  uses={0: (1,), 1: (1, "out")})
 negative_p = unary(np.negative, NEG)
 positive_p = unary(np.positive, ONE)
 reciprocal_p = unary(np.reciprocal, lambda x, y: -y * y, uses="out")
