@@ -38,7 +38,7 @@ __all__ = ["vjp", "grad", "value_and_grad", "stop_gradient"]
 class Node:
     """One recorded primitive application (or an input, with ``vjp`` None)."""
 
-    __slots__ = ("vjp", "args", "params", "out", "parents", "meta", "zeros")
+    __slots__ = ("vjp", "args", "params", "out", "parents", "meta", "zeros", "shape", "dtype")
 
     def __init__(self, vjp, args, params, out, parents, meta=None, zeros=0):
         self.vjp = vjp          # tuple of per-argument rules, or None for an input
@@ -47,6 +47,7 @@ class Node:
         self.out = out          # the unwrapped output (a tuple for multiple results)
         self.parents = parents  # tuple of (arg index, parent node, output position)
         self.meta = out if meta is None else meta   # what has the output's shape and dtype
+        #                 (None: the node itself, its ``shape`` and ``dtype``, set by the trace)
         self.zeros = zeros      # how structural zeros cross it: 0, ELEMENTWISE or MASKS
 
 
@@ -111,7 +112,8 @@ class _Plan:
     per-argument declaration (a dict: argument index -> what that argument's rule reads)
     gives one plan per set of arguments with a derivative (``per``, ``sub``)."""
 
-    __slots__ = ("decl", "args", "shapes", "out", "gone", "per", "sub")
+    __slots__ = ("decl", "args", "shapes", "out", "gone", "nothing", "per", "sub", "masks",
+                 "zeros", "gone_out")
 
     def __init__(self, prim, decl=False):
         decl = self.decl = prim.residuals if decl is False else decl
@@ -129,22 +131,30 @@ class _Plan:
             self.args = True if "args" in decl else (idx or False)
             self.shapes = "shapes" in decl
             self.out = "out" in decl
-        self.gone = None
-        if self.args is False and not self.shapes:
-            # Nothing of the arguments is read: one shared stand-in without even a shape.
-            g = Dropped.__new__(Dropped)
-            g.prim, g.what = prim.name, "an argument (not even its shape is kept)"
-            self.gone = [(g,) * n for n in range(8)]
+        # A dropped argument whose shape is not kept either: one shared stand-in; when no
+        # argument is kept, the whole tuple of them is shared too (``nothing``).
+        g = Dropped.__new__(Dropped)
+        g.prim, g.what = prim.name, "an argument (not even its shape is kept)"
+        self.gone = [(g,) * n for n in range(8)]
+        self.gone_out = _new(Dropped)
+        self.gone_out.prim, self.gone_out.what = prim.name, "its output (not even its shape " \
+            "is kept: declare \"out\")"
+        self.nothing = self.args is False and not self.shapes
+        self.masks = {}
+        # how structural zeros cross the node (Node.zeros)
+        self.zeros = MASKS if prim.masks else ELEMENTWISE if prim.elementwise else \
+            LAYOUT if prim.layout else 0
 
     def parts(self):
         return self.args, self.shapes, self.out
 
     def for_parents(self, prim, parents):
         """The plan when the arguments ``parents`` (``(index, node, pos)``) have a derivative."""
-        key = tuple(i for i, _, _ in parents)
+        key = parents[0][0] if len(parents) == 1 else tuple([p[0] for p in parents])
         plan = self.sub.get(key)
         if plan is None:
-            reads = tuple({e: None for i in key for e in self.per.get(i, ("args", "out"))})
+            idx = key if type(key) is tuple else (key,)
+            reads = tuple({e: None for i in idx for e in self.per.get(i, ("args", "out"))})
             plan = self.sub[key] = _Plan(prim, reads)
         return plan
 
@@ -174,21 +184,38 @@ def _plan(prim):
 
 def _kept_args(plan, vals, name):
     """The arguments as the tape keeps them: declared ones whole, the others dropped."""
-    keep = plan.args
     n = len(vals)
-    kept = set()
-    for d in keep or ():
-        kept.update(range(n)[d] if isinstance(d, slice) else (d % n,) if -n <= d < n else ())
-    res = []
-    for i, v in enumerate(vals):
-        if i in kept or not hasattr(v, "shape"):
-            res.append(v)        # kept, or a Python scalar/None (nothing worth freeing)
-        elif plan.shapes:
-            res.append(Dropped(v, name, f"the value of its argument {i} (only its shape "
-                                        f"and dtype are kept)"))
-        else:
-            res.append(Dropped(v, name, f"its argument {i}"))
-    return res
+    mask = plan.masks.get(n)
+    if mask is None:
+        keep = plan.args
+        kept = set()
+        for d in keep or ():
+            kept.update(range(n)[d] if isinstance(d, slice) else (d % n,) if -n <= d < n
+                        else ())
+        mask = plan.masks[n] = tuple(keep is True or i in kept for i in range(n))
+    if not plan.shapes:
+        g = plan.gone[1][0]
+        return [v if k else g for v, k in zip(vals, mask)]
+    return [v if k or not hasattr(v, "shape") else
+            Dropped(v, name, f"the value of its argument {i} (only its shape and dtype "
+                             f"are kept)")
+            for i, (v, k) in enumerate(zip(vals, mask))]
+
+
+_new = object.__new__
+
+
+def _drop_out(out, name):
+    """``Dropped(out, name, "its output")``, quickly (every recorded node may make one)."""
+    d = _new(Dropped)
+    try:
+        d.shape = out.shape
+        d.dtype = out.dtype
+    except AttributeError:
+        return Dropped(out, name, "its output")
+    d.prim = name
+    d.what = "its output"
+    return d
 
 
 class ReverseTracer(Tracer):
@@ -253,29 +280,34 @@ class ReverseTrace(Trace):
             plan = _plans.get(prim)
             if plan is None or plan.decl is not prim.residuals:
                 plan = _plan(prim)
-            if plan.per is not None:
-                plan = plan.for_parents(prim, parents)
+            if plan.per is not None:      # what is read depends on which arguments are traced
+                plan = plan.sub.get(parents[0][0] if len(parents) == 1 else
+                                    tuple([p[0] for p in parents])) \
+                    or plan.for_parents(prim, parents)
             # Keep only what the VJP rules read (SPEC: the memory floor), at every size,
             # so that a layer's pre-activation is freed as soon as the forward pass drops it.
-            if plan.args is not True:
-                gone = plan.gone
-                vals = gone[len(vals)] if gone is not None and len(vals) < 8 else \
-                    _kept_args(plan, vals, prim.name)
+            if plan.nothing:
+                vals = plan.gone[len(vals)] if len(vals) < 8 else _kept_args(plan, vals,
+                                                                              prim.name)
+            elif plan.args is not True:
+                vals = _kept_args(plan, vals, prim.name)
             if plan.out:
-                node = Node(prim.vjp, vals, params, out, parents)
+                node = Node(prim.vjp, vals, params, out, parents, None, plan.zeros)
             elif prim.multiple_results:
                 dropped = tuple(Dropped(o, prim.name, f"its output {k}")
                                 for k, o in enumerate(out))
-                node = Node(prim.vjp, vals, params, dropped, parents, dropped)
+                node = Node(prim.vjp, vals, params, dropped, parents, dropped, plan.zeros)
             else:
-                dropped = Dropped(out, prim.name, "its output")
-                node = Node(prim.vjp, vals, params, dropped, parents, dropped)
-            if prim.masks:
-                node.zeros = MASKS
-            elif prim.elementwise:
-                node.zeros = ELEMENTWISE
-            elif prim.layout:
-                node.zeros = LAYOUT
+                # The output's shape and dtype go in the node itself (no object to make:
+                # W1's per-operation overhead); its rules see a stand-in without either.
+                node = Node(prim.vjp, vals, params, plan.gone_out, parents, plan.gone_out,
+                            plan.zeros)
+                try:
+                    node.shape = out.shape
+                    node.dtype = out.dtype
+                    node.meta = None
+                except AttributeError:          # a Python scalar
+                    node.meta = Dropped(out, prim.name, "its output")
             self.tape.append(node)
         if prim.multiple_results:
             return tuple(ReverseTracer(o, self, node, k) for k, o in enumerate(out))
@@ -391,6 +423,8 @@ def backward(tape, seeds):
                 accumulate(cts, pnode, pos, _fit(c, pnode.out[pos]))
                 continue
             meta = pnode.meta
+            if meta is None:
+                meta = pnode
             if m is not None:
                 m = _fit_mask(m, c, meta.shape)
             c = _fit(c, meta)
