@@ -176,8 +176,9 @@ _plans = {}
 
 
 def _plan(prim):
+    """The plan of ``prim``, made once: its ``residuals`` are read when it is first recorded."""
     plan = _plans.get(prim)
-    if plan is None or plan.decl is not prim.residuals:
+    if plan is None:
         plan = _plans[prim] = _Plan(prim)
     return plan
 
@@ -277,9 +278,7 @@ class ReverseTrace(Trace):
             if prim.vjp is None:
                 raise NotImplementedError(
                     f"{prim.name!r} has no reverse-mode rule, so it cannot be used under grad/vjp")
-            plan = _plans.get(prim)
-            if plan is None or plan.decl is not prim.residuals:
-                plan = _plan(prim)
+            plan = _plans.get(prim) or _plan(prim)
             if plan.per is not None:      # what is read depends on which arguments are traced
                 plan = plan.sub.get(parents[0][0] if len(parents) == 1 else
                                     tuple([p[0] for p in parents])) \
@@ -326,8 +325,12 @@ class ReverseTrace(Trace):
         if not keys or not diff_pos:
             return tuple(outs)
         outs = [as_array(o) for o in outs]
-        node = Node(NodeRule(pull, keys, diff_pos, len(outs)), (), None,
-                    tuple(outs[k] for k in diff_pos), tuple(parents))
+        # The pull holds what its backward pass reads; the node keeps only the outputs'
+        # shapes and dtypes (a checkpointed segment's last output is freed with it).
+        name = getattr(call, "name", None) or type(call).__name__
+        metas = tuple(Dropped(outs[k], name, f"its output {k}") for k in diff_pos)
+        node = Node(NodeRule(pull, keys, diff_pos, len(outs)), (), None, metas,
+                    tuple(parents), metas)
         self.tape.append(node)
         for j, k in enumerate(diff_pos):
             outs[k] = ReverseTracer(outs[k], self, node, j)
