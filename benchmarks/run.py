@@ -572,8 +572,9 @@ def bench_w6(b, d):
     grad = b.row("W6", "grad (w.r.t. W and x)", fwd=fwd, target="≤ 2.5× forward", rtol=1e-3,
                 limit=2.5, limit_kind="fwd")
     ckpt = b.row("W6", f"grad, checkpoint every {w.W6_SEGMENT} layers", fwd=fwd, rtol=1e-3)
-    mem = b.row("W6", "peak memory of grad (tracemalloc)", "MB", 1e-6)
-    mem_ck = b.row("W6", "peak memory of grad with checkpoint", "MB", 1e-6)
+    mem = b.row("W6", "peak memory of grad (tracemalloc)", "MB", 1e-6, target="≤ 15 MB")
+    mem_ck = b.row("W6", "peak memory of grad with checkpoint", "MB", 1e-6,
+                   target="≤ 3.0 MB")
     has_ckpt = rune is not None and hasattr(rune, "checkpoint")
     both = (0, 1)
 
@@ -638,8 +639,9 @@ def bench_w6(b, d):
 
     b.ratio_row("W6", "grad ÷ forward", grad, fwd, target="≤ 2.5", limit=2.5)
     b.ratio_row("W6", "checkpoint time ÷ grad time", ckpt, grad, target="≤ 1.6", limit=1.6)
-    b.ratio_row("W6", "memory cut by checkpoint (no ckpt ÷ ckpt)", mem, mem_ck,
-                target="≥ 6×", limit=6.0, limit_kind="min")
+    # Issue 14 retired SPEC's 6x ratio (it rewarded a worse baseline) for the absolute
+    # memory targets above (benchmarks/memory_floor.py checks them).
+    b.ratio_row("W6", "memory cut by checkpoint (no ckpt ÷ ckpt)", mem, mem_ck)
 
 
 def bench_fft(b, d):

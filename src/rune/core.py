@@ -73,8 +73,12 @@ class Primitive:
     **params) -> (out, out_bdim)``.  ``nondiff`` primitives (comparisons,
     ``floor``, ``argmax``) have a zero derivative and return plain values under
     ``grad``/``jvp``.  ``multiple_results`` primitives return a tuple.
-    ``residuals``: what the VJP rules read, ``None`` (arguments and output) or a subset
-    of ``("args", "out")`` (the rest reaches them as ``None``).  Structural zeros (SPEC
+    ``residuals``: what the VJP rules read, so that the tape keeps nothing else at any
+    size: a tuple of ``"args"``, ``"out"``, argument indices or slices of them, and
+    ``"shapes"`` (dropped arguments keep their shape and dtype), or a dict of such
+    tuples per argument (``{0: (1,), 1: (0,)}`` for ``x * y``); ``None`` keeps
+    everything.  What is not declared reaches the rules as a ``rune.reverse.Dropped``
+    that raises ``ResidualError`` when read.  Structural zeros (SPEC
     1.6, ``rune.reverse.backward``): ``masks``, the rules only move or sum with weights
     >= 0 and a zero they give is the branch not taken (``where``, ``maximum``, indexing);
     ``layout``, the same, and they create none (``reshape``, ``sum``); ``elementwise``,

@@ -30,6 +30,9 @@ from .api_util import (
     zero_like,
 )
 from .calls import leaked
+from .residuals import (  # noqa: F401  (Dropped, ResidualError, _Plan: also used from here)
+    ELEMENTWISE, LAYOUT, MASKS, Dropped, ResidualError, _Meta, _Plan, _kept_args, _new, _plan,
+    _plans)
 from .core import Trace, Tracer, bind, new_trace, rank, stop_leaf, tracer_class_pair
 
 __all__ = ["vjp", "grad", "value_and_grad", "stop_gradient"]
@@ -38,7 +41,7 @@ __all__ = ["vjp", "grad", "value_and_grad", "stop_gradient"]
 class Node:
     """One recorded primitive application (or an input, with ``vjp`` None)."""
 
-    __slots__ = ("vjp", "args", "params", "out", "parents", "meta", "zeros")
+    __slots__ = ("vjp", "args", "params", "out", "parents", "meta", "zeros", "shape", "dtype")
 
     def __init__(self, vjp, args, params, out, parents, meta=None, zeros=0):
         self.vjp = vjp          # tuple of per-argument rules, or None for an input
@@ -47,18 +50,8 @@ class Node:
         self.out = out          # the unwrapped output (a tuple for multiple results)
         self.parents = parents  # tuple of (arg index, parent node, output position)
         self.meta = out if meta is None else meta   # what has the output's shape and dtype
+        #                 (None: the node itself, its ``shape`` and ``dtype``, set by the trace)
         self.zeros = zeros      # how structural zeros cross it: 0, ELEMENTWISE or MASKS
-
-
-class _Meta:
-    """The shape and dtype of an output whose value the backward pass does not need."""
-
-    __slots__ = ("shape", "dtype")
-
-    def __init__(self, value):
-        self.shape = value.shape
-        self.dtype = value.dtype
-
 
 
 class ReverseTracer(Tracer):
@@ -120,23 +113,35 @@ class ReverseTrace(Trace):
             if prim.vjp is None:
                 raise NotImplementedError(
                     f"{prim.name!r} has no reverse-mode rule, so it cannot be used under grad/vjp")
-            keep = prim.residuals
-            if keep is None or type(out) is not np.ndarray or out.nbytes < 65536:
-                node = Node(prim.vjp, vals, params, out, parents)
+            plan = _plans.get(prim) or _plan(prim)
+            if plan.per is not None:      # what is read depends on which arguments are traced
+                plan = plan.sub.get(parents[0][0] if len(parents) == 1 else
+                                    tuple([p[0] for p in parents])) \
+                    or plan.for_parents(prim, parents)
+            # Keep only what the VJP rules read (SPEC: the memory floor), at every size,
+            # so that a layer's pre-activation is freed as soon as the forward pass drops it.
+            if plan.nothing:
+                vals = plan.gone[len(vals)] if len(vals) < 8 else _kept_args(plan, vals,
+                                                                              prim.name)
+            elif plan.args is not True:
+                vals = _kept_args(plan, vals, prim.name)
+            if plan.out:
+                node = Node(prim.vjp, vals, params, out, parents, None, plan.zeros)
+            elif prim.multiple_results:
+                dropped = tuple(Dropped(o, prim.name, f"its output {k}")
+                                for k, o in enumerate(out))
+                node = Node(prim.vjp, vals, params, dropped, parents, dropped, plan.zeros)
             else:
-                # Keep only what the VJP rules read, so that memory (a layer's
-                # pre-activation, say) is freed as soon as the forward pass drops it;
-                # small arrays are not worth the bookkeeping.
-                node = Node(prim.vjp,
-                            vals if "args" in keep else (None,) * len(vals), params,
-                            out if "out" in keep else None, parents,
-                            None if "out" in keep else _Meta(out))
-            if prim.masks:
-                node.zeros = MASKS
-            elif prim.elementwise:
-                node.zeros = ELEMENTWISE
-            elif prim.layout:
-                node.zeros = LAYOUT
+                # The output's shape and dtype go in the node itself (no object to make:
+                # W1's per-operation overhead); its rules see a stand-in without either.
+                node = Node(prim.vjp, vals, params, plan.gone_out, parents, plan.gone_out,
+                            plan.zeros)
+                try:
+                    node.shape = out.shape
+                    node.dtype = out.dtype
+                    node.meta = None
+                except AttributeError:          # a Python scalar
+                    node.meta = Dropped(out, prim.name, "its output")
             self.tape.append(node)
         if prim.multiple_results:
             return tuple(ReverseTracer(o, self, node, k) for k, o in enumerate(out))
@@ -155,8 +160,12 @@ class ReverseTrace(Trace):
         if not keys or not diff_pos:
             return tuple(outs)
         outs = [as_array(o) for o in outs]
-        node = Node(NodeRule(pull, keys, diff_pos, len(outs)), (), None,
-                    tuple(outs[k] for k in diff_pos), tuple(parents))
+        # The pull holds what its backward pass reads; the node keeps only the outputs'
+        # shapes and dtypes (a checkpointed segment's last output is freed with it).
+        name = getattr(call, "name", None) or type(call).__name__
+        metas = tuple(Dropped(outs[k], name, f"its output {k}") for k in diff_pos)
+        node = Node(NodeRule(pull, keys, diff_pos, len(outs)), (), None, metas,
+                    tuple(parents), metas)
         self.tape.append(node)
         for j, k in enumerate(diff_pos):
             outs[k] = ReverseTracer(outs[k], self, node, j)
@@ -193,10 +202,6 @@ def _fit(c, ref):
     return c
 
 
-# Node.zeros, how structural zeros cross a node (see Primitive's masks/elementwise/layout)
-ELEMENTWISE = 1   # a structural zero of the output's cotangent is one of each input's
-LAYOUT = 2        # the VJP moves or sums cotangents: its zeros from structural ones are
-MASKS = 3         # ... and its own zeros are structural too (np.where, indexing, max)
 
 
 def backward(tape, seeds):
@@ -231,7 +236,8 @@ def backward(tape, seeds):
             continue
         out = node.out
         if type(ct) is list:   # several results: instantiate the zeros
-            ct = tuple(np.zeros_like(o) if c is None else c for c, o in zip(ct, out))
+            ct = tuple((np.zeros(o.shape, o.dtype) if type(o) is Dropped else np.zeros_like(o))
+                       if c is None else c for c, o in zip(ct, out))
         args = node.args
         params = node.params
         mask = zeros.pop(node, None) if zeros else None
@@ -251,6 +257,8 @@ def backward(tape, seeds):
                 accumulate(cts, pnode, pos, _fit(c, pnode.out[pos]))
                 continue
             meta = pnode.meta
+            if meta is None:
+                meta = pnode
             if m is not None:
                 m = _fit_mask(m, c, meta.shape)
             c = _fit(c, meta)

@@ -98,7 +98,8 @@ matmul_p = Primitive(
     "matmul", _matmul_impl,
     jvp=(lambda t, out, x, y: matmul_p(t, y), lambda t, out, x, y: matmul_p(x, t)),
     vjp=(_matmul_vjp_x, _matmul_vjp_y),
-    batch=_matmul_batch)
+    batch=_matmul_batch,
+    residuals={0: (1, "shapes"), 1: (0, "shapes")})   # W @ x with W fixed keeps only W
 register_ufunc(np.matmul, matmul_p)
 
 
@@ -168,4 +169,5 @@ def _einsum_batch(args, bdims, spec):
 
 
 einsum_p = Primitive("einsum", _einsum_impl, jvp=per_argument(_einsum_jvp_rule),
-                     vjp=per_argument(_einsum_vjp_rule), batch=_einsum_batch)
+                     vjp=per_argument(_einsum_vjp_rule), batch=_einsum_batch,
+                     residuals=("args",))

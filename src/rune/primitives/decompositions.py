@@ -56,7 +56,7 @@ def _det_vjp(ct, out, a):
 
 
 det_p = Primitive("det", np.linalg.det, jvp=(_det_jvp,), vjp=(_det_vjp,),
-                  batch=_batch_stacked(lambda: det_p, (2,)))
+                  batch=_batch_stacked(lambda: det_p, (2,)), residuals=("args", "out"))
 
 
 def _slogdet_jvp(t, out, a):
@@ -79,7 +79,7 @@ def _slogdet_vjp(ct, out, a):
 slogdet_p = Primitive(
     "slogdet", lambda a: tuple(np.linalg.slogdet(a)),
     jvp=(_slogdet_jvp,), vjp=(_slogdet_vjp,), multiple_results=True,
-    batch=_batch_stacked(lambda: slogdet_p, (2,)))
+    batch=_batch_stacked(lambda: slogdet_p, (2,)), residuals=("args", "out"))
 
 
 # --------------------------------------------------------------------------
@@ -106,7 +106,7 @@ def _eigh_vjp(ct, out, a, UPLO):
 eigh_p = Primitive(
     "eigh", lambda a, UPLO: tuple(np.linalg.eigh(a, UPLO=UPLO)),
     jvp=(_eigh_jvp,), vjp=(_eigh_vjp,), multiple_results=True,
-    batch=_batch_stacked(lambda: eigh_p, (2,)))
+    batch=_batch_stacked(lambda: eigh_p, (2,)), residuals=("out",))
 
 
 # --------------------------------------------------------------------------
@@ -138,7 +138,7 @@ def _eig_vjp(ct, out, a):
 eig_p = Primitive(
     "eig", lambda a: tuple(np.linalg.eig(a)),
     jvp=(_eig_jvp,), vjp=(_eig_vjp,), multiple_results=True,
-    batch=_batch_stacked(lambda: eig_p, (2,)))
+    batch=_batch_stacked(lambda: eig_p, (2,)), residuals=("out",))
 
 
 # --------------------------------------------------------------------------
@@ -208,7 +208,7 @@ svd_p = Primitive(
     "svd", lambda a, hermitian: tuple(np.linalg.svd(a, full_matrices=False,
                                                     hermitian=hermitian)),
     jvp=(_svd_jvp,), vjp=(_svd_vjp,), multiple_results=True,
-    batch=_batch_stacked(lambda: svd_p, (2,)))
+    batch=_batch_stacked(lambda: svd_p, (2,)), residuals=("out", "shapes"))
 
 
 # The SVD with the phase term left out of its derivative (complex U and V then move off
@@ -218,7 +218,8 @@ svd_gauge_free_p = Primitive(
     "svd_gauge_free", lambda a: tuple(np.linalg.svd(a, full_matrices=False)),
     jvp=(lambda t, out, a: _svd_jvp(t, out, a, False, phase=False),),
     vjp=(lambda ct, out, a: _svd_vjp(ct, out, a, False, phase=False),),
-    multiple_results=True, batch=_batch_stacked(lambda: svd_gauge_free_p, (2,)))
+    multiple_results=True, batch=_batch_stacked(lambda: svd_gauge_free_p, (2,)),
+    residuals=("out", "shapes"))
 
 
 # --------------------------------------------------------------------------
@@ -279,4 +280,4 @@ def _qr_vjp(ct, out, a):
 qr_p = Primitive(
     "qr", lambda a: tuple(np.linalg.qr(a, mode="reduced")),
     jvp=(_qr_jvp,), vjp=(_qr_vjp,), multiple_results=True,
-    batch=_batch_stacked(lambda: qr_p, (2,)))
+    batch=_batch_stacked(lambda: qr_p, (2,)), residuals=("args", "out"))

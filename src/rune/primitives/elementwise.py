@@ -112,7 +112,8 @@ def elementwise(ufunc, *partials, name=None, uses=None, masks=False):
     of each input only), so the engine zeroes ``g * d`` where ``g`` is a structural zero.
 
     * ``uses`` (the primitive's ``residuals``): what the partials read, ``"out"`` or
-      ``"args"`` (default: both), so that the tape keeps nothing else.  Partials that
+      ``"args"``, a tuple of entries or a dict of them per argument (``x * y``: the
+      partial in ``x`` reads ``y`` only), so that the tape keeps nothing else.  Partials that
       are all ``ONE``/``NEG``/``None`` read nothing, and the tape keeps nothing.
     * ``masks``: the partials are weights >= 0 and exactly 0 for the branch not taken
       (``maximum``: the loser's), which the engine then tracks as a structural zero.
@@ -121,7 +122,8 @@ def elementwise(ufunc, *partials, name=None, uses=None, masks=False):
     if all(d is None or d is ONE or d is NEG for d in partials):
         residuals = ()
     else:
-        residuals = None if uses is None else (uses,)
+        residuals = None if uses is None else uses if isinstance(uses, (tuple, dict)) \
+            else (uses,)
     return elementwise_primitive(name or ufunc.__name__, ufunc, jvp=rules, vjp=rules,
                                  residuals=residuals, masks=masks, elementwise=True,
                                  ufunc=ufunc)
@@ -152,8 +154,10 @@ LN10 = np.log(10.0)
 
 add_p = binary(np.add, ONE, ONE)
 subtract_p = binary(np.subtract, ONE, NEG)
-multiply_p = binary(np.multiply, lambda x, y, z: y, lambda x, y, z: x, uses="args")
-divide_p = binary(np.true_divide, over(lambda x, y, z: y), lambda x, y, z: -z / y)
+multiply_p = binary(np.multiply, lambda x, y, z: y, lambda x, y, z: x,
+                    uses={0: (1,), 1: (0,)})        # x * 1.5 keeps only the 1.5
+divide_p = binary(np.true_divide, over(lambda x, y, z: y), lambda x, y, z: -z / y,
+                  uses={0: (1,), 1: (1, "out")})
 negative_p = unary(np.negative, NEG)
 positive_p = unary(np.positive, ONE)
 reciprocal_p = unary(np.reciprocal, lambda x, y: -y * y, uses="out")
@@ -169,25 +173,28 @@ def _pow_dx(x, y, power=np.power):
 
 
 power_p = binary(np.power, lambda x, y, z: _pow_dx(x, y),
-                 lambda x, y, z: np.where(x == 0, 0, np.log(np.where(x == 0, 1, x)) * z))
+                 lambda x, y, z: np.where(x == 0, 0, np.log(np.where(x == 0, 1, x)) * z),
+                 uses=("args", "out"))
 float_power_p = binary(np.float_power, lambda x, y, z: _pow_dx(x, y, np.float_power),
                        lambda x, y, z: np.where(x == 0, 0,
-                                                np.log(np.where(x == 0, 1, x)) * z))
-remainder_p = binary(np.remainder, ONE, lambda x, y, z: -np.floor_divide(x, y))
-fmod_p = binary(np.fmod, ONE, lambda x, y, z: -np.trunc(x / y))
+                                                np.log(np.where(x == 0, 1, x)) * z),
+                       uses=("args", "out"))
+remainder_p = binary(np.remainder, ONE, lambda x, y, z: -np.floor_divide(x, y), uses="args")
+fmod_p = binary(np.fmod, ONE, lambda x, y, z: -np.trunc(x / y), uses="args")
 maximum_p = binary(np.maximum, lambda x, y, z: _tie(x, y, np.greater),
-                   lambda x, y, z: _tie(y, x, np.greater), masks=True)
+                   lambda x, y, z: _tie(y, x, np.greater), uses="args", masks=True)
 minimum_p = binary(np.minimum, lambda x, y, z: _tie(x, y, np.less),
-                   lambda x, y, z: _tie(y, x, np.less), masks=True)
+                   lambda x, y, z: _tie(y, x, np.less), uses="args", masks=True)
 fmax_p = binary(np.fmax, lambda x, y, z: _tie_nan(x, y, np.greater),
-                lambda x, y, z: _tie_nan(y, x, np.greater), masks=True)
+                lambda x, y, z: _tie_nan(y, x, np.greater), uses="args", masks=True)
 fmin_p = binary(np.fmin, lambda x, y, z: _tie_nan(x, y, np.less),
-                lambda x, y, z: _tie_nan(y, x, np.less), masks=True)
+                lambda x, y, z: _tie_nan(y, x, np.less), uses="args", masks=True)
 copysign_p = binary(np.copysign, lambda x, y, z: np.where(np.signbit(x) == np.signbit(y), 1, -1),
-                    None)
-ldexp_p = binary(np.ldexp, lambda x, i, z: np.ldexp(np.ones_like(x), i), None)
+                    None, uses="args")
+ldexp_p = binary(np.ldexp, lambda x, i, z: np.ldexp(np.ones_like(x), i), None, uses="args")
 hypot_p = binary(np.hypot, lambda x, y, z: x / np.where(z == 0, 1, z),   # 0 at the origin,
-                 lambda x, y, z: y / np.where(z == 0, 1, z))   # as |x| is, and JAX
+                 lambda x, y, z: y / np.where(z == 0, 1, z),   # as |x| is, and JAX
+                 uses=("args", "out"))
 
 
 def _tie(x, y, wins):
@@ -208,12 +215,13 @@ exp_p = unary(np.exp, lambda x, y: y, uses="out")
 exp2_p = unary(np.exp2, lambda x, y: y * LN2, uses="out")
 expm1_p = unary(np.expm1, lambda x, y: y + 1, uses="out")
 log_p = unary(np.log, over(lambda x, y: x), uses="args")
-log2_p = unary(np.log2, over(lambda x, y: x * LN2))
-log10_p = unary(np.log10, over(lambda x, y: x * LN10))
-log1p_p = unary(np.log1p, over(lambda x, y: 1 + x))
-logaddexp_p = binary(np.logaddexp, lambda x, y, z: np.exp(x - z), lambda x, y, z: np.exp(y - z))
+log2_p = unary(np.log2, over(lambda x, y: x * LN2), uses="args")
+log10_p = unary(np.log10, over(lambda x, y: x * LN10), uses="args")
+log1p_p = unary(np.log1p, over(lambda x, y: 1 + x), uses="args")
+logaddexp_p = binary(np.logaddexp, lambda x, y, z: np.exp(x - z), lambda x, y, z: np.exp(y - z),
+                     uses=("args", "out"))
 logaddexp2_p = binary(np.logaddexp2, lambda x, y, z: np.exp2(x - z),
-                      lambda x, y, z: np.exp2(y - z))
+                      lambda x, y, z: np.exp2(y - z), uses=("args", "out"))
 
 # --------------------------------------------------------------------------
 # Trigonometric and hyperbolic
@@ -222,21 +230,21 @@ logaddexp2_p = binary(np.logaddexp2, lambda x, y, z: np.exp2(x - z),
 sin_p = unary(np.sin, lambda x, y: np.cos(x), uses="args")
 cos_p = unary(np.cos, lambda x, y: -np.sin(x), uses="args")
 tan_p = unary(np.tan, lambda x, y: 1 + y * y, uses="out")
-arcsin_p = unary(np.arcsin, over(lambda x, y: np.sqrt(1 - x * x)))
-arccos_p = unary(np.arccos, over(lambda x, y: -np.sqrt(1 - x * x)))
-arctan_p = unary(np.arctan, over(lambda x, y: 1 + x * x))
+arcsin_p = unary(np.arcsin, over(lambda x, y: np.sqrt(1 - x * x)), uses="args")
+arccos_p = unary(np.arccos, over(lambda x, y: -np.sqrt(1 - x * x)), uses="args")
+arctan_p = unary(np.arctan, over(lambda x, y: 1 + x * x), uses="args")
 arctan2_p = binary(np.arctan2, lambda a, b, z: b / (a * a + b * b),
-                   lambda a, b, z: -a / (a * a + b * b))
-sinh_p = unary(np.sinh, lambda x, y: np.cosh(x))
-cosh_p = unary(np.cosh, lambda x, y: np.sinh(x))
-tanh_p = unary(np.tanh, lambda x, y: 1 - y * y)   # keeps its input: see docs/design.md
-arcsinh_p = unary(np.arcsinh, over(lambda x, y: np.sqrt(x * x + 1)))
+                   lambda a, b, z: -a / (a * a + b * b), uses="args")
+sinh_p = unary(np.sinh, lambda x, y: np.cosh(x), uses="args")
+cosh_p = unary(np.cosh, lambda x, y: np.sinh(x), uses="args")
+tanh_p = unary(np.tanh, lambda x, y: 1 - y * y, uses="out")   # its output only
+arcsinh_p = unary(np.arcsinh, over(lambda x, y: np.sqrt(x * x + 1)), uses="args")
 # sqrt(x - 1) * sqrt(x + 1), not sqrt(x * x - 1): the same for real x >= 1, and the
 # principal branch for complex x (the other has the wrong sign where Re(x) < 0).
-arccosh_p = unary(np.arccosh, over(lambda x, y: np.sqrt(x - 1) * np.sqrt(x + 1)))
-arctanh_p = unary(np.arctanh, over(lambda x, y: 1 - x * x))
-deg2rad_p = unary(np.deg2rad, lambda x, y: np.pi / 180)
-rad2deg_p = unary(np.rad2deg, lambda x, y: 180 / np.pi)
+arccosh_p = unary(np.arccosh, over(lambda x, y: np.sqrt(x - 1) * np.sqrt(x + 1)), uses="args")
+arctanh_p = unary(np.arctanh, over(lambda x, y: 1 - x * x), uses="args")
+deg2rad_p = unary(np.deg2rad, lambda x, y: np.pi / 180, uses=())
+rad2deg_p = unary(np.rad2deg, lambda x, y: 180 / np.pi, uses=())
 register_ufunc(np.radians, deg2rad_p)
 register_ufunc(np.degrees, rad2deg_p)
 
@@ -261,16 +269,18 @@ def _abs_vjp(ct, y, x):
 
 
 absolute_p = elementwise_primitive("absolute", np.absolute, jvp=(_abs_jvp,), vjp=(_abs_vjp,),
-                                   elementwise=True, ufunc=np.absolute)
+                                   residuals=("args", "out"), elementwise=True,
+                                   ufunc=np.absolute)
 register_ufunc(np.fabs, absolute_p)
 conj_p = elementwise_primitive("conjugate", np.conjugate,
                                jvp=(lambda t, out, x: np.conj(t),),
-                               vjp=(lambda ct, out, x: np.conj(ct),), ufunc=np.conjugate)
+                               vjp=(lambda ct, out, x: np.conj(ct),), residuals=(),
+                               ufunc=np.conjugate)
 # np.real / np.imag are functions, not ufuncs: rune.numpy routes them here for complex x.
 real_p = elementwise_primitive("real", np.real, jvp=(lambda t, out, x: np.real(t),),
-                               vjp=(lambda ct, out, x: ct,))
+                               vjp=(lambda ct, out, x: ct,), residuals=())
 imag_p = elementwise_primitive("imag", np.imag, jvp=(lambda t, out, x: np.imag(t),),
-                               vjp=(lambda ct, out, x: -1j * ct,))
+                               vjp=(lambda ct, out, x: -1j * ct,), residuals=())
 
 # --------------------------------------------------------------------------
 # No derivative: comparisons, logic, rounding, bit operations, predicates
@@ -301,7 +311,7 @@ select_p = elementwise_primitive(
     jvp=(None, lambda t, out, c, x, y: np.where(c, t, 0), lambda t, out, c, x, y: np.where(c, 0, t)),
     vjp=(None, lambda ct, out, c, x, y: np.where(c, ct, 0),
          lambda ct, out, c, x, y: np.where(c, 0, ct)),
-    masks=True)
+    residuals=(0,), masks=True)      # the condition only
 
 
 def _cast_impl(x, dtype):

@@ -285,7 +285,7 @@ gather_p = Primitive(
     jvp=(lambda t, out, x, *arrays, template: gather_p(t, *arrays, template=template),),
     vjp=(lambda ct, out, x, *arrays, template: index_add_p(
         _zeros_of(x, ct.dtype), ct, *arrays, template=template),),
-    batch=_gather_batch,
+    batch=_gather_batch, residuals=("shapes", slice(1, None)),   # x's shape, the indices
     masks=True)     # its VJP is zero outside the gathered elements
 
 index_add_p = Primitive(
@@ -296,6 +296,7 @@ index_add_p = Primitive(
     vjp=(lambda ct, out, x, v, *arrays, template: ct,
          lambda ct, out, x, v, *arrays, template: _value_ct(
              gather_p(ct, *arrays, template=template), v)), layout=True,
+    residuals=("shapes", slice(2, None)),       # v's rank, the indices
     batch=_update_batch(lambda: index_add_p))
 
 index_set_p = Primitive(
@@ -307,7 +308,7 @@ index_set_p = Primitive(
     vjp=(lambda ct, out, x, v, *arrays, template: index_set_p(
         ct, np.zeros((), ct.dtype), *arrays, template=template),
          lambda ct, out, x, v, *arrays, template: _index_set_vjp_v(ct, x, v, arrays, template)),
-    masks=True,
+    masks=True, residuals=("shapes", slice(2, None)),     # x's shape, v's rank, the indices
     batch=_update_batch(lambda: index_set_p))
 
 

@@ -154,7 +154,7 @@ inv_p = Primitive(
     "inv", np.linalg.inv,
     jvp=(lambda t, out, a: -(out @ t @ out),),
     vjp=(lambda ct, out, a: -(_T(out) @ ct @ _T(out)),),
-    batch=_batch_stacked(lambda: inv_p, (2,)))
+    batch=_batch_stacked(lambda: inv_p, (2,)), residuals=("out",))
 
 
 def _solve_vjp_a(ct, out, a, b):
@@ -165,7 +165,7 @@ solve_p = Primitive(
     "solve", np.linalg.solve,
     jvp=(lambda t, out, a, b: -solve_p(a, t @ out), lambda t, out, a, b: solve_p(a, t)),
     vjp=(_solve_vjp_a, lambda ct, out, a, b: solve_p(_T(a), ct)),
-    batch=_batch_stacked(lambda: solve_p, (2, 2)))
+    batch=_batch_stacked(lambda: solve_p, (2, 2)), residuals=(0, "out"))     # not b
 
 
 # --------------------------------------------------------------------------
@@ -200,7 +200,7 @@ def _cholesky_vjp(ct, out, a, upper):
 cholesky_p = Primitive(
     "cholesky", lambda a, upper: np.linalg.cholesky(a, upper=upper),
     jvp=(_cholesky_jvp,), vjp=(_cholesky_vjp,),
-    batch=_batch_stacked(lambda: cholesky_p, (2,)))
+    batch=_batch_stacked(lambda: cholesky_p, (2,)), residuals=("out",))
 
 
 # --------------------------------------------------------------------------
@@ -230,4 +230,4 @@ def _pinv_vjp(ct, out, a, rcond, hermitian):
 pinv_p = Primitive(
     "pinv", lambda a, rcond, hermitian: np.linalg.pinv(a, rcond=rcond, hermitian=hermitian),
     jvp=(_pinv_jvp,), vjp=(_pinv_vjp,),
-    batch=_batch_stacked(lambda: pinv_p, (2,)))
+    batch=_batch_stacked(lambda: pinv_p, (2,)), residuals=("args", "out"))

@@ -45,7 +45,7 @@ sum_p = Primitive(
     jvp=(lambda t, out, x, axis, keepdims: sum_p(t, axis=axis, keepdims=keepdims),),
     vjp=(lambda ct, out, x, axis, keepdims: _expand_back(ct, x, axis, keepdims),),
     batch=lambda args, bdims, axis, keepdims: _batch_axes(args, bdims, axis, keepdims, sum_p),
-    residuals=("args",), layout=True)
+    residuals=("shapes",), layout=True)
 
 
 # --------------------------------------------------------------------------
@@ -70,6 +70,7 @@ def _extremum(name, fn):
                   jvp=(jvp,), vjp=(vjp,),
                   batch=lambda args, bdims, axis, keepdims: _batch_axes(args, bdims, axis,
                                                                         keepdims, p),
+                  residuals=("args", "out"),
                   masks=True)     # zero cotangent for every element but the extrema
     return p
 
@@ -185,7 +186,8 @@ prod_p = Primitive(
                                                    keepdims=keepdims),),
     vjp=(lambda ct, out, x, axis, keepdims: _expand_back(ct, x, axis, keepdims)
          * _prod_others(x, axis),),
-    batch=lambda args, bdims, axis, keepdims: _batch_axes(args, bdims, axis, keepdims, prod_p))
+    batch=lambda args, bdims, axis, keepdims: _batch_axes(args, bdims, axis, keepdims, prod_p),
+    residuals=("args",))
 
 
 # --------------------------------------------------------------------------
@@ -202,7 +204,7 @@ cumsum_p = Primitive(
     "cumsum", lambda x, axis: np.cumsum(x, axis=axis),
     jvp=(lambda t, out, x, axis: cumsum_p(t, axis=axis),),
     vjp=(lambda ct, out, x, axis: _reverse(cumsum_p(_reverse(ct, axis), axis=axis), axis),),
-    batch=_cum_batch(lambda: cumsum_p), layout=True)
+    batch=_cum_batch(lambda: cumsum_p), residuals=(), layout=True)
 
 
 def _cumprod_jvp(t, out, x, axis):
@@ -221,4 +223,4 @@ def _cumprod_vjp(ct, out, x, axis):
 
 cumprod_p = Primitive("cumprod", lambda x, axis: np.cumprod(x, axis=axis),
                       jvp=(_cumprod_jvp,), vjp=(_cumprod_vjp,),
-                      batch=_cum_batch(lambda: cumprod_p))
+                      batch=_cum_batch(lambda: cumprod_p), residuals=("args", "out"))

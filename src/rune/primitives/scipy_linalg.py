@@ -94,7 +94,7 @@ trisolve_p = Primitive(
     vjp=(lambda ct, out, a, b, lower, unit: -_read(_trisolve_t(a, ct, lower, unit) @ T(out),
                                                    lower, unit),
          lambda ct, out, a, b, lower, unit: _trisolve_t(a, ct, lower, unit)),
-    batch=_batch_stacked(lambda: trisolve_p, (2, 2)))
+    batch=_batch_stacked(lambda: trisolve_p, (2, 2)), residuals=(0, "out"))     # not b
 
 
 # --------------------------------------------------------------------------
@@ -170,7 +170,7 @@ def _lu_vjp(ct, out, a):
 piv_to_perm_p = Primitive("piv_to_perm", _perm_from_piv, nondiff=True,
                           batch=_batch_stacked(lambda: piv_to_perm_p, (1,)))
 lu_p = Primitive("lu", _lu_impl, jvp=(_lu_jvp,), vjp=(_lu_vjp,), multiple_results=True,
-                 batch=_batch_stacked(lambda: lu_p, (2,)))
+                 batch=_batch_stacked(lambda: lu_p, (2,)), residuals=("out",))
 
 
 # --------------------------------------------------------------------------
@@ -203,7 +203,7 @@ def _matfun(name, impl):
     prim = Primitive(name, impl,
                      jvp=(lambda t, out, a: frechet(prim, a, t),),
                      vjp=(lambda ct, out, a: frechet(prim, T(a), ct),),
-                     batch=_batch_stacked(lambda: prim, (2,)))
+                     batch=_batch_stacked(lambda: prim, (2,)), residuals=("args",))
     return prim
 
 

@@ -58,4 +58,4 @@ conv_p = Primitive(
          lambda t, out, a, b, axes: conv_p(a, t, axes=axes)),
     vjp=(lambda ct, out, a, b, axes: _cross(ct, b, a.shape, axes),
          lambda ct, out, a, b, axes: _cross(ct, a, b.shape, axes)),
-    batch=_conv_batch)
+    batch=_conv_batch, residuals=("args",))

@@ -27,7 +27,7 @@ reshape_p = Primitive(
     "reshape", lambda x, shape: np.reshape(x, shape),
     jvp=(lambda t, out, x, shape: reshape_p(t, shape=shape),),
     vjp=(lambda ct, out, x, shape: reshape_p(ct, shape=tuple(x.shape)),),
-    batch=_reshape_batch, layout=True)
+    batch=_reshape_batch, residuals=("shapes",), layout=True)
 
 
 # --------------------------------------------------------------------------
@@ -90,7 +90,7 @@ def _concatenate_batch(args, bdims, axis):
 
 concatenate_p = Primitive("concatenate", lambda *xs, axis: np.concatenate(xs, axis=axis),
                           jvp=_concatenate_jvp, vjp=per_argument(_concatenate_vjp_rule),
-                          batch=_concatenate_batch, layout=True)
+                          batch=_concatenate_batch, residuals=("shapes",), layout=True)
 
 
 # --------------------------------------------------------------------------
@@ -108,7 +108,7 @@ def _split_batch(args, bdims, indices, axis):
 split_p = Primitive(
     "split", lambda x, indices, axis: tuple(np.split(x, indices, axis=axis)),
     jvp=(lambda t, out, x, indices, axis: split_p(t, indices=indices, axis=axis),),
-    vjp=(_split_vjp,), batch=_split_batch, multiple_results=True)
+    vjp=(_split_vjp,), batch=_split_batch, residuals=(), multiple_results=True)
 
 
 # --------------------------------------------------------------------------
@@ -125,4 +125,4 @@ roll_p = Primitive(
     jvp=(lambda t, out, x, shift, axis: roll_p(t, shift=shift, axis=axis),),
     vjp=(lambda ct, out, x, shift, axis: roll_p(ct, shift=tuple(-s for s in shift),
                                                axis=axis),),
-    batch=_roll_batch, layout=True)
+    batch=_roll_batch, residuals=(), layout=True)

@@ -50,7 +50,7 @@ permute_p = Primitive(
     jvp=(lambda t, out, x, perm, axis: permute_p(t, perm, axis=axis), None),
     vjp=(lambda ct, out, x, perm, axis: permute_p(ct, inverse_perm_p(perm, axis=axis),
                                                   axis=axis), None),
-    batch=_permute_batch, layout=True)
+    batch=_permute_batch, residuals=(1,), layout=True)     # the permutation only
 
 
 # --------------------------------------------------------------------------

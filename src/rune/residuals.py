@@ -1,0 +1,173 @@
+"""What the reverse-mode tape keeps of each primitive application: exactly the
+residuals its VJP rules read (the primitive's ``residuals=`` declaration), at every
+array size.  Whatever is not declared reaches the rules as a :class:`Dropped`
+stand-in that raises :class:`ResidualError` when read.
+
+Imports only NumPy; :mod:`rune.reverse` applies the plans made here.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["Dropped", "ResidualError"]
+
+# Node.zeros, how structural zeros cross a node (see Primitive's masks/elementwise/layout)
+ELEMENTWISE = 1   # a structural zero of the output's cotangent is one of each input's
+LAYOUT = 2        # the VJP moves or sums cotangents: its zeros from structural ones are
+MASKS = 3         # ... and its own zeros are structural too (np.where, indexing, max)
+
+
+class Dropped:
+    """What the tape holds of a value the backward pass does not read: its shape and
+    dtype (the engine fits cotangents to them), nothing else.
+
+    A primitive declares in ``residuals`` what its VJP rules read; every other argument
+    and its output reach the rules as a ``Dropped``, which raises :class:`ResidualError`
+    on any use of its value, so an undeclared read fails loudly at every array size
+    rather than holding memory silently.
+    """
+
+    __slots__ = ("shape", "dtype", "prim", "what")
+
+    def __init__(self, value, prim="?", what="a value"):
+        s = getattr(value, "shape", None)
+        self.shape = np.shape(value) if s is None else s
+        d = getattr(value, "dtype", None)
+        self.dtype = np.asarray(value).dtype if d is None else d
+        self.prim = prim
+        self.what = what
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def size(self):
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def _refuse(self, *args, **kwargs):
+        raise ResidualError(
+            f"the VJP of primitive {self.prim!r} read {self.what}, which its residuals= "
+            f"declaration does not keep; declare it (\"args\", \"out\", an argument index "
+            f"or \"shapes\") in the primitive's constructor")
+
+    def __getattr__(self, name):
+        self._refuse()
+
+    __array__ = __array_ufunc__ = __array_function__ = _refuse
+    __getitem__ = __iter__ = __len__ = __bool__ = __float__ = __int__ = __complex__ = _refuse
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _refuse
+    __truediv__ = __rtruediv__ = __pow__ = __rpow__ = __matmul__ = __rmatmul__ = _refuse
+    __neg__ = __pos__ = __abs__ = __lt__ = __le__ = __gt__ = __ge__ = _refuse
+
+    def __repr__(self):
+        return f"Dropped(shape={self.shape}, dtype={self.dtype}, of {self.prim!r})"
+
+
+class ResidualError(RuntimeError):
+    """A VJP rule read a value its primitive's ``residuals=`` does not declare."""
+
+
+_Meta = Dropped      # the former name
+
+
+class _Plan:
+    """What the tape keeps of one primitive's application, from its ``residuals``:
+    ``args`` True (all), False (none) or a tuple of argument indices and slices; ``shapes``:
+    dropped arrays keep their shape and dtype; ``out``: the output is kept.  A
+    per-argument declaration (a dict: argument index -> what that argument's rule reads)
+    gives one plan per set of arguments with a derivative (``per``, ``sub``)."""
+
+    __slots__ = ("decl", "args", "shapes", "out", "gone", "nothing", "per", "sub", "masks",
+                 "zeros", "gone_out")
+
+    def __init__(self, prim, decl=False):
+        decl = self.decl = prim.residuals if decl is False else decl
+        self.per = None
+        if decl is None:
+            self.args, self.shapes, self.out = True, False, True
+        elif isinstance(decl, dict):
+            self.per = {i: _entries(prim, d) for i, d in decl.items()}
+            self.sub = {}
+            every = tuple({e: None for d in self.per.values() for e in d})
+            self.args, self.shapes, self.out = _Plan(prim, every).parts()
+        else:
+            decl = _entries(prim, decl)
+            idx = tuple(d for d in decl if isinstance(d, (int, slice)))
+            self.args = True if "args" in decl else (idx or False)
+            self.shapes = "shapes" in decl
+            self.out = "out" in decl
+        # A dropped argument whose shape is not kept either: one shared stand-in; when no
+        # argument is kept, the whole tuple of them is shared too (``nothing``).
+        g = Dropped.__new__(Dropped)
+        g.prim, g.what = prim.name, "an argument (not even its shape is kept)"
+        self.gone = [(g,) * n for n in range(8)]
+        self.gone_out = _new(Dropped)
+        self.gone_out.prim, self.gone_out.what = prim.name, "its output (not even its shape " \
+            "is kept: declare \"out\")"
+        self.nothing = self.args is False and not self.shapes
+        self.masks = {}
+        # how structural zeros cross the node (Node.zeros)
+        self.zeros = MASKS if prim.masks else ELEMENTWISE if prim.elementwise else \
+            LAYOUT if prim.layout else 0
+
+    def parts(self):
+        return self.args, self.shapes, self.out
+
+    def for_parents(self, prim, parents):
+        """The plan when the arguments ``parents`` (``(index, node, pos)``) have a derivative."""
+        key = parents[0][0] if len(parents) == 1 else tuple([p[0] for p in parents])
+        plan = self.sub.get(key)
+        if plan is None:
+            idx = key if type(key) is tuple else (key,)
+            reads = tuple({e: None for i in idx for e in self.per.get(i, ("args", "out"))})
+            plan = self.sub[key] = _Plan(prim, reads)
+        return plan
+
+
+def _entries(prim, decl):
+    if isinstance(decl, str):
+        raise TypeError(f"primitive {prim.name!r}: residuals= must be a tuple, "
+                        f"e.g. ({decl!r},), not the string {decl!r}")
+    for d in decl:
+        if not (isinstance(d, (int, slice)) and not isinstance(d, bool)
+                or d in ("args", "out", "shapes")):
+            raise ValueError(f"primitive {prim.name!r}: residuals= holds {d!r}; "
+                             f"the entries are \"args\", \"out\", \"shapes\", "
+                             f"argument indices and slices of them")
+    return tuple(decl)
+
+
+_plans = {}
+
+
+def _plan(prim):
+    """The plan of ``prim``, made once: its ``residuals`` are read when it is first recorded."""
+    plan = _plans.get(prim)
+    if plan is None:
+        plan = _plans[prim] = _Plan(prim)
+    return plan
+
+
+def _kept_args(plan, vals, name):
+    """The arguments as the tape keeps them: declared ones whole, the others dropped."""
+    n = len(vals)
+    mask = plan.masks.get(n)
+    if mask is None:
+        keep = plan.args
+        kept = set()
+        for d in keep or ():
+            kept.update(range(n)[d] if isinstance(d, slice) else (d % n,) if -n <= d < n
+                        else ())
+        mask = plan.masks[n] = tuple(keep is True or i in kept for i in range(n))
+    if not plan.shapes:
+        g = plan.gone[1][0]
+        return [v if k else g for v, k in zip(vals, mask)]
+    return [v if k or not hasattr(v, "shape") else
+            Dropped(v, name, f"the value of its argument {i} (only its shape and dtype "
+                             f"are kept)")
+            for i, (v, k) in enumerate(zip(vals, mask))]
+
+
+_new = object.__new__
