@@ -10,3 +10,4 @@ from . import ufuncs, shape, building, indexing, sorting, reductions, statistics
 from . import contractions, creation, linalg, numeric  # noqa: F401
 from . import fft, products, spaces, strides  # noqa: F401
 from . import ufunc_methods  # noqa: F401,E402
+from . import scalars  # noqa: F401,E402
