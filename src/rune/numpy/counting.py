@@ -1,0 +1,111 @@
+"""Counting and binning: ``np.bincount(weights=)``, ``np.histogram(weights=)`` and
+``np.searchsorted``.
+
+The counts are piecewise constant in the binned values, so only the weights carry a
+derivative: the bin of every value is computed on concrete numbers (NumPy's own
+binning), and the weighted counts are one scatter-add of the weights
+(:func:`rune.primitives.scatter.scatter_add`; its VJP gathers).  Under ``vmap``
+batched weights with unbatched values are one scatter; batched values (whose
+result size or bin edges depend on each example's data) run per example.
+``searchsorted`` is vectorized under ``vmap`` also for a batched sorted array.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..core import Tracer, stop_leaf
+from ..dispatch import implements
+from ..primitives.scatter import scatter_add, searchsorted_p
+
+__all__ = ["bincount", "histogram", "searchsorted"]
+
+
+def _concrete(x):
+    """The numbers behind ``x`` (derivatives dropped; a batched value makes ``vmap`` run
+    per example, as NumPy's C code needs one concrete array)."""
+    x = stop_leaf(x)
+    while isinstance(x, Tracer):
+        x = x._concrete()
+    return np.asarray(x)
+
+
+def _float_weights(w):
+    if isinstance(w, Tracer):
+        return w if w.dtype.kind in "fc" else w.astype(np.float64)
+    w = np.asarray(w)
+    return w if w.dtype.kind in "fc" else w.astype(np.float64)
+
+
+@implements(np.bincount)
+def bincount(x, /, weights=None, minlength=0):
+    """``np.bincount``; with traced ``weights`` the counts are a scatter-add of them.
+
+    >>> import numpy as np, rune
+    >>> rune.grad(lambda w: np.sum(np.bincount([0, 2, 2], weights=w) ** 2))(np.ones(3))
+    array([2., 4., 4.])
+    """
+    xs = _concrete(x)
+    if weights is None:
+        return np.bincount(xs, minlength=minlength)
+    if xs.ndim != 1:
+        raise ValueError("object too deep for desired array" if xs.ndim > 1
+                         else "object of too small depth for desired array")
+    if xs.size and xs.dtype.kind not in "iu":
+        raise TypeError(f"Cannot cast array data from dtype('{xs.dtype}') to "
+                        f"dtype('int64') according to the rule 'safe'")
+    if xs.size and xs.min() < 0:
+        raise ValueError("'list' argument must have no negative elements")
+    if minlength < 0:
+        raise ValueError("'minlength' must not be negative")
+    w = _float_weights(weights)
+    if tuple(np.shape(w)) != xs.shape:
+        raise ValueError("The weights and list don't have the same length.")
+    n = max(int(xs.max()) + 1 if xs.size else 0, minlength)
+    if w.dtype.kind == "c":
+        raise TypeError("np.bincount: complex weights are not supported (NumPy casts "
+                        "them to float64)")
+    w = w.astype(np.float64) if w.dtype != np.float64 else w
+    return scatter_add(np.zeros(n), w, xs.astype(np.intp))
+
+
+@implements(np.histogram)
+def histogram(a, bins=10, range=None, density=None, weights=None):
+    """``np.histogram``; the derivative flows to ``weights`` (the bins of ``a`` are
+    piecewise constant in ``a``).
+
+    >>> import numpy as np, rune
+    >>> a = np.array([0.1, 0.4, 0.45, 0.9])
+    >>> rune.grad(lambda w: np.histogram(a, bins=2, weights=w)[0][0])(np.ones(4))
+    array([1., 1., 1., 0.])
+    """
+    ac = _concrete(a)
+    if weights is None:
+        return np.histogram(ac, bins=bins, range=range, density=density)
+    edges = np.histogram_bin_edges(ac, bins=bins, range=range)
+    w = _float_weights(weights)
+    if tuple(np.shape(w)) != ac.shape:
+        raise ValueError("weights should have the same shape as a.")
+    nb = edges.size - 1
+    flat = ac.ravel()
+    idx = np.searchsorted(edges, flat, side="right") - 1
+    idx[flat == edges[-1]] = nb - 1            # the last bin includes its right edge
+    keep = np.flatnonzero((idx >= 0) & (idx < nb) & (flat >= edges[0]))
+    wf = np.ravel(w)
+    counts = scatter_add(np.zeros(nb, w.dtype), wf[keep], idx[keep])
+    if density:
+        counts = counts / np.sum(counts) / np.diff(edges)
+    return counts, edges
+
+
+@implements(np.searchsorted)
+def searchsorted(a, v, side="left", sorter=None):
+    """``np.searchsorted`` (no derivative); vectorized under ``vmap`` also when each
+    example has its own sorted array."""
+    if side not in ("left", "right"):
+        raise ValueError(f"side must be 'left' or 'right' (got {side!r})")
+    if np.ndim(a) != 1:
+        raise ValueError("object too deep for desired array")
+    if sorter is not None:
+        a = np.take(a, sorter)
+    return searchsorted_p(a, v, side=side)

@@ -1,0 +1,138 @@
+"""Functional helpers that call a Python function per element or per slice:
+``np.vectorize`` and ``np.apply_along_axis``.
+
+Both are written with :func:`rune.vmap`, whose semantics are exactly theirs (the
+function sees one element, or one 1-d slice, at a time), so they are vectorized
+whatever the function does inside, and every transformation composes with them:
+
+* ``np.vectorize(f)(x, y)`` is ``vmap(f)`` over the flattened broadcast inputs,
+  reshaped back (``otypes`` cast the outputs).  A function written with NumPy
+  calls and ``np.where`` runs once on the whole batch; one with Python branches on
+  the element (``if t > 0``) makes ``vmap`` run it per element, with its
+  :class:`rune.PerformanceWarning`.  ``signature=`` (generalized ufuncs) is left to
+  NumPy's implementation.
+* ``np.apply_along_axis(f, axis, a)`` is ``vmap(f)`` over the other axes.
+
+A traced value cast to ``dtype=object`` (which is how NumPy's own ``vectorize``
+would hand elements to ``f``) raises :class:`rune.TracerConversionError` instead of
+silently losing its derivative.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import core
+from ..core import Tracer, TracerConversionError
+from ..dispatch import FUNCTIONS, implements
+
+__all__ = ["apply_along_axis"]
+
+
+def _vmap(f, **kwargs):
+    from ..batching import vmap       # a transformation, above this layer
+    return vmap(f, **kwargs)
+
+
+def _has_tracer(args):
+    for a in args:
+        if isinstance(a, Tracer):
+            return True
+        if type(a) in (list, tuple) and _has_tracer(a):
+            return True
+    return False
+
+
+def _vectorize_traced(self, func, args):
+    arrays = np.broadcast_arrays(*[np.asarray(a) for a in args])
+    shape = tuple(np.shape(arrays[0])) if arrays else ()
+    size = int(np.prod(shape, dtype=np.int64))
+    if size == 0 and not self.otypes:
+        raise ValueError("cannot call `vectorize` on size 0 inputs unless `otypes` is set")
+    flats = [np.reshape(a, (size,)) for a in arrays]
+    if size == 0:
+        outs = tuple(np.zeros(shape, t) for t in self.otypes)
+        return outs[0] if len(outs) == 1 else outs
+    res = _vmap(func)(*flats)
+    single = not isinstance(res, tuple)
+    outs = (res,) if single else res
+    shaped = []
+    for k, o in enumerate(outs):
+        o = np.reshape(o, shape + tuple(np.shape(o))[1:])
+        if self.otypes:
+            o = o.astype(self.otypes[k]) if isinstance(o, Tracer) \
+                else np.asarray(o, self.otypes[k])
+        shaped.append(o)
+    return shaped[0] if single else tuple(shaped)
+
+
+_np_vectorize_call = np.vectorize._vectorize_call
+
+
+def _vectorize_call(self, func, args):
+    if self.signature is None and _has_tracer(args):
+        return _vectorize_traced(self, func, args)
+    return _np_vectorize_call(self, func, args)
+
+
+@implements(np.apply_along_axis)
+def apply_along_axis(func1d, axis, arr, *args, **kwargs):
+    """``np.apply_along_axis``: ``func1d`` mapped with ``vmap`` over the other axes.
+
+    >>> import numpy as np, rune
+    >>> f = lambda a: np.sum(np.apply_along_axis(lambda r: r * np.sum(r), 1, a))
+    >>> rune.grad(f)(np.array([[1.0, 2.0], [3.0, 4.0]]))
+    array([[ 6.,  6.],
+           [14., 14.]])
+    """
+    arr = arr if isinstance(arr, Tracer) else np.asarray(arr)
+    nd = np.ndim(arr)
+    if not -nd <= axis < nd:
+        raise np.exceptions.AxisError(axis, nd)
+    axis %= nd
+    x = np.moveaxis(arr, axis, -1)
+    outer = tuple(np.shape(x)[:-1])
+    if int(np.prod(outer, dtype=np.int64)) == 0:
+        raise ValueError("Cannot apply_along_axis when any iteration dimensions are 0")
+    rows = np.reshape(x, (-1, np.shape(x)[-1]))
+    res = _vmap(lambda r: np.asarray(func1d(r, *args, **kwargs)))(rows)
+    rshape = tuple(np.shape(res))[1:]
+    res = np.reshape(res, outer + rshape)
+    # NumPy puts the function's output dimensions where ``axis`` was
+    k = len(outer)
+    perm = tuple(range(axis)) + tuple(range(k, k + len(rshape))) + tuple(range(axis, k))
+    return np.transpose(res, perm)
+
+
+# A traced value cast to dtype=object would reach Python code as plain numbers.
+_astype = FUNCTIONS["astype"]
+
+
+def _astype_checked(x, dtype, copy=True):
+    if np.dtype(dtype).kind == "O" and x.dtype.kind in "fc":
+        raise TracerConversionError(
+            f"a traced array (shape {x.shape}, dtype {x.dtype}) was cast to dtype=object, "
+            f"which would hand plain numbers on and silently drop its derivative")
+    return _astype(x, dtype, copy)
+
+
+FUNCTIONS["astype"] = _astype_checked
+
+
+def _install():
+    np.vectorize._vectorize_call = _vectorize_call
+
+
+def _uninstall():
+    np.vectorize._vectorize_call = _np_vectorize_call
+
+
+def _chain(first, then):
+    def hook():
+        first()
+        then()
+    return hook
+
+
+core._coercion_hooks[0] = _chain(core._coercion_hooks[0], _install)
+core._coercion_hooks[1] = _chain(core._coercion_hooks[1], _uninstall)
