@@ -202,10 +202,12 @@ def ufunc_reduce(ufunc, a, axis=0, dtype=None, out=None, keepdims=False,
         axes = tuple(ax % max(nd, 1) for ax in (axis if isinstance(axis, tuple) else (axis,)))
     has_initial = initial is not np._NoValue and initial is not None
     if where is not True:
-        fill = initial if has_initial else _identity(ufunc)
-        if fill is None:
+        fill = _identity(ufunc) if ufunc.identity is not None else initial
+        if ufunc.identity is None and not has_initial:
             raise ValueError(f"reduction operation '{ufunc.__name__}' does not have an "
                              f"identity, so to use a where mask one has to specify 'initial'")
+        if fill is None:
+            fill = initial
         a = np.where(where, a, fill)
         a = np.broadcast_to(a, np.broadcast_shapes(_shape(a), np.shape(where)))
     if any(_shape(a)[ax] == 0 for ax in axes):
