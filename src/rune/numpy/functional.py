@@ -136,3 +136,33 @@ def _chain(first, then):
 
 core._coercion_hooks[0] = _chain(core._coercion_hooks[0], _install)
 core._coercion_hooks[1] = _chain(core._coercion_hooks[1], _uninstall)
+
+
+@implements(np.piecewise)
+def piecewise(x, condlist, funclist, *args, **kw):
+    """``np.piecewise``: each function runs on the elements its condition selects (as in
+    NumPy), written into a traced result; a later condition overrides an earlier one."""
+    x = x if isinstance(x, Tracer) else np.asarray(x)
+    if isinstance(condlist, (list, tuple)) and condlist and (
+            np.ndim(condlist[0]) > 0 or np.ndim(x) == 0):
+        conds = [np.asarray(c) if type(c) in (list, tuple) else c for c in condlist]
+    else:
+        conds = [condlist]
+    conds = [np.broadcast_to(c, np.shape(x)) if not isinstance(c, Tracer) or np.ndim(c)
+             != np.ndim(x) else c for c in conds]
+    n = len(conds)
+    if len(funclist) == n + 1:
+        other = ~conds[0] if n == 1 else ~np.any(np.stack(conds), axis=0)
+        conds = conds + [other]
+    elif len(funclist) != n:
+        raise ValueError(f"with {n} condition(s), either {n} or {n + 1} functions are "
+                         f"expected")
+    y = np.zeros_like(x)
+    for cond, func in zip(conds, funclist):
+        if not callable(func):
+            y = np.where(cond, func, y)
+        elif np.ndim(x) == 0:
+            y = np.where(cond, func(x, *args, **kw), y)
+        else:
+            y[cond] = func(x[cond], *args, **kw)
+    return y
