@@ -175,9 +175,8 @@ def _quantile(a, q, axis, method, keepdims, name, weights=None, nan=False, weak=
         raise NotImplementedError(f"np.{name}(..., weights=...) is not supported on traced "
                                   f"values")
     if method not in _QUANTILE_METHODS:
-        raise NotImplementedError(
-            f"np.{name}(method={method!r}) is not supported on traced values; use one of "
-            f"{sorted(_QUANTILE_METHODS)}")
+        raise ValueError(f"np.{name}: {method!r} is not a valid method. Use one of: "
+                         f"{sorted(_QUANTILE_METHODS)}")
     if weak is None:      # a Python scalar q keeps a float32 input float32, as in NumPy
         weak = type(q) in (int, float)
     a = a if isinstance(a, Tracer) else np.asanyarray(a)
