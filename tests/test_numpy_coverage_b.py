@@ -214,3 +214,29 @@ def test_nan_family(name):
     check_vmap(f, np.stack([x, x * 2]))
     xf = np.nan_to_num(x, nan=0.9)
     rune.check_grads(f, xf, order=2)
+
+
+def test_nanargmax_vectorized_and_nanmax_where():
+    x = _x((3, 4))
+    x[0, 1] = x[2, 3] = np.nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", rune.PerformanceWarning)
+        check_vmap(np.nanargmax, x)
+        check_vmap(lambda x: np.nanargmin(x, keepdims=True), x)
+    x[1] = np.nan
+    with pytest.raises(ValueError, match="All-NaN"):
+        rune.vmap(np.nanargmax)(x)
+    y = _x((3, 4), 2)
+    f = lambda y: np.nanmax(y, axis=1, where=MASK, initial=0.1)   # noqa: E731
+    np.testing.assert_allclose(rune.jvp(f, (y,), (y,))[0], f(y))
+    rune.check_grads(f, y, order=2)
+    check_all_axes(f, y)
+
+
+def test_docstring_examples_run():
+    import doctest
+    import importlib
+    for name in ("rune.numpy.ufunc_methods", "rune.numpy.counting", "rune.numpy.functional",
+                 "rune.primitives.scatter"):
+        result = doctest.testmod(importlib.import_module(name))
+        assert result.attempted > 0 and result.failed == 0, name

@@ -6,6 +6,10 @@ replaced by the reduction's identity (``initial`` for ``max``/``min``, which hav
 none, as NumPy requires), ``mean`` divides by the count of selected elements,
 ``var`` centres on the masked mean, and ``initial`` is combined into the result.
 So the derivative of a masked-out element is exactly zero.
+
+Also here: ``nanargmax``/``nanargmin`` (``argmax`` of the NaN-filled array; NumPy's
+own version branches in Python, which would make ``vmap`` loop) and ``nanmax``/
+``nanmin`` with ``where=``/``initial=``.
 """
 
 from __future__ import annotations
@@ -160,3 +164,49 @@ _var_like(np.nanvar, nan=True, root=False)
 _var_like(np.nanstd, nan=True, root=True)
 _bool_like(np.all, True)
 _bool_like(np.any, False)
+
+
+def _numbers(x):
+    """The numbers behind a traced value, every example of a vmap batch included."""
+    while isinstance(x, Tracer):
+        x = x._val
+    return np.asarray(x)
+
+
+def _nanarg(np_func, arg_func, fill):
+    def entry(a, axis=None, out=None, *, keepdims=_NV):
+        a = a if isinstance(a, Tracer) else np.asarray(a)
+        kw = {} if keepdims is _NV else {"keepdims": keepdims}
+        if a.dtype.kind not in "fc":
+            return arg_func(a, axis=axis, out=out, **kw)
+        m = np.isnan(a)
+        # An all-NaN slice is an error for the whole call (under vmap: in any example),
+        # checked on the numbers so that vmap stays vectorized.
+        if np.any(_numbers(np.all(m, axis=axis))):
+            raise ValueError("All-NaN slice encountered")
+        return arg_func(np.where(m, fill, a), axis=axis, out=out, **kw)
+    entry.__name__ = np_func.__name__
+    FUNCTIONS[np_func] = entry
+
+
+def _nan_extremum(np_func, combine, name):
+    orig = FUNCTIONS[np_func]
+
+    def entry(a, axis=None, out=None, keepdims=_NV, initial=_NV, where=_NV):
+        if not _mask_given(where) and not _given(initial):
+            return orig(a, axis=axis, out=out, keepdims=keepdims)
+        if _mask_given(where):
+            if not _given(initial):
+                raise ValueError(f"reduction operation '{name}' does not have an identity, "
+                                 f"so to use a where mask one has to specify 'initial'")
+            a, _ = _masked(a, where, initial)
+        r = orig(a, axis=axis, out=out, keepdims=keepdims)
+        return combine(r, np.asarray(initial, r.dtype))
+    entry.__name__ = np_func.__name__
+    FUNCTIONS[np_func] = entry
+
+
+_nanarg(np.nanargmax, FUNCTIONS[np.argmax], -np.inf)
+_nanarg(np.nanargmin, FUNCTIONS[np.argmin], np.inf)
+_nan_extremum(np.nanmax, np.fmax, "fmax")
+_nan_extremum(np.nanmin, np.fmin, "fmin")
