@@ -97,6 +97,19 @@ def test_maximum_at_batched_indices_runs_per_example():
         check_vmap(lambda a, b, i: _at(np.maximum, i)(a, b), a, b, idx)
 
 
+def test_add_at_negative_and_out_of_bounds_indices():
+    v = _x((4,))
+    i = np.array([0, -1, -4, 3])
+    f = lambda v: _at(np.add, i)(np.zeros_like(v), v)   # noqa: E731
+    want = np.zeros(4)
+    np.add.at(want, i, v)
+    np.testing.assert_allclose(f(v), want)
+    rune.check_grads(f, v, order=2)
+    for bad in ([0, 4], [-5, 1]):
+        with pytest.raises(IndexError, match="out of bounds"):
+            rune.grad(lambda v: np.sum(_at(np.add, np.array(bad))(np.zeros_like(v), v[:2])))(v)
+
+
 def test_at_on_plain_array_is_a_clear_error():
     def f(v):
         buf = np.zeros(3)

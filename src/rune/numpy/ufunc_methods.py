@@ -341,7 +341,16 @@ def ufunc_reduceat(ufunc, a, indices, axis=0, dtype=None, out=None):
 
 def _flat_positions(a, indices):
     """The flat positions in ``a`` of the elements ``a[indices]`` selects (its shape)."""
-    pos = np.arange(int(np.prod(_shape(a), dtype=np.int64))).reshape(_shape(a))
+    shape = _shape(a)
+    if len(shape) == 1 and type(indices) is np.ndarray and indices.dtype.kind in "iu" \
+            and indices.size:         # the common case, a 1-d array and one index array:
+        n = shape[0]                  # the positions are the indices, bounds checked
+        lo, hi = int(indices.min()), int(indices.max())
+        if lo < -n or hi >= n:
+            bad = lo if lo < -n else hi
+            raise IndexError(f"index {bad} is out of bounds for axis 0 with size {n}")
+        return indices if lo >= 0 else np.where(indices < 0, indices + n, indices)
+    pos = np.arange(int(np.prod(shape, dtype=np.int64))).reshape(shape)
     if any(isinstance(i, Tracer) for i in (indices if isinstance(indices, tuple)
                                            else (indices,))):
         return FUNCTIONS["getitem"](pos, indices)
