@@ -107,7 +107,7 @@ def test_vectorize_and_apply_along_axis():
         h = lambda x: np.apply_along_axis(lambda r: np.outer(r, r), axis, x)   # noqa: E731
         np.testing.assert_allclose(h(x), np.apply_along_axis(lambda r: np.outer(r, r), axis, x))
         rune.check_grads(h, x, order=2)
-    with pytest.raises(rune.TracerConversionError, match="dtype=object"):
+    with pytest.raises(TypeError, match="object"):
         rune.grad(lambda x: np.sum(x.astype(object)))(x)
 
 

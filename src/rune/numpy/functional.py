@@ -13,9 +13,8 @@ whatever the function does inside, and every transformation composes with them:
   NumPy's implementation.
 * ``np.apply_along_axis(f, axis, a)`` is ``vmap(f)`` over the other axes.
 
-A traced value cast to ``dtype=object`` (which is how NumPy's own ``vectorize``
-would hand elements to ``f``) raises :class:`rune.TracerConversionError` instead of
-silently losing its derivative.
+NumPy's own ``vectorize`` would hand ``f`` the elements of an ``astype(object)``
+copy, which rune refuses (it would drop the derivative): hence this path.
 """
 
 from __future__ import annotations
@@ -23,8 +22,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import core
-from ..core import Tracer, TracerConversionError
-from ..dispatch import FUNCTIONS, implements
+from ..core import Tracer
+from ..dispatch import implements
 
 __all__ = ["apply_along_axis"]
 
@@ -102,21 +101,6 @@ def apply_along_axis(func1d, axis, arr, *args, **kwargs):
     k = len(outer)
     perm = tuple(range(axis)) + tuple(range(k, k + len(rshape))) + tuple(range(axis, k))
     return np.transpose(res, perm)
-
-
-# A traced value cast to dtype=object would reach Python code as plain numbers.
-_astype = FUNCTIONS["astype"]
-
-
-def _astype_checked(x, dtype, copy=True):
-    if np.dtype(dtype).kind == "O" and x.dtype.kind in "fc":
-        raise TracerConversionError(
-            f"a traced array (shape {x.shape}, dtype {x.dtype}) was cast to dtype=object, "
-            f"which would hand plain numbers on and silently drop its derivative")
-    return _astype(x, dtype, copy)
-
-
-FUNCTIONS["astype"] = _astype_checked
 
 
 def _install():
