@@ -240,3 +240,14 @@ def test_docstring_examples_run():
                  "rune.primitives.scatter"):
         result = doctest.testmod(importlib.import_module(name))
         assert result.attempted > 0 and result.failed == 0, name
+
+
+@pytest.mark.parametrize("kw", [{"bins": [0.0, 0.5, 0.9, 1.6]}, {"bins": 3, "range": (0.3, 1.2)}])
+def test_histogram_batched_values_is_vectorized(kw):
+    a, w = _x((3, 20)), _x((3, 20), 1)
+    a[0, :3] = [0.0, 1.6, 1.2]          # the edges themselves, and a value past the range
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", rune.PerformanceWarning)
+        check_vmap(lambda a, w: np.histogram(a, weights=w, **kw)[0], a, w)
+        check_vmap(lambda a: np.histogram(a, weights=a, density=True, **kw)[0], a)
+    rune.check_grads(lambda w: np.histogram(a[1], weights=w, **kw)[0] ** 2, w[1], order=2)

@@ -5,8 +5,10 @@ The counts are piecewise constant in the binned values, so only the weights carr
 derivative: the bin of every value is computed on concrete numbers (NumPy's own
 binning), and the weighted counts are one scatter-add of the weights
 (:func:`rune.primitives.scatter.scatter_add`; its VJP gathers).  Under ``vmap``
-batched weights with unbatched values are one scatter; batched values (whose
-result size or bin edges depend on each example's data) run per example.
+batched weights are one scatter, and so are batched values binned by edges that do
+not depend on them (``bins`` given as edges, or with ``range``); ``bincount`` of
+batched values (whose result size depends on each example) and ``histogram`` with
+data-dependent edges run per example.
 ``searchsorted`` is vectorized under ``vmap`` also for a batched sorted array.
 """
 
@@ -79,6 +81,8 @@ def histogram(a, bins=10, range=None, density=None, weights=None):
     >>> rune.grad(lambda w: np.histogram(a, bins=2, weights=w)[0][0])(np.ones(4))
     array([1., 1., 1., 0.])
     """
+    if weights is not None and _fixed_edges(bins, range):
+        return _histogram_fixed(a, bins, range, density, weights)
     ac = _concrete(a)
     if weights is None:
         return np.histogram(ac, bins=bins, range=range, density=density)
@@ -93,6 +97,42 @@ def histogram(a, bins=10, range=None, density=None, weights=None):
     keep = np.flatnonzero((idx >= 0) & (idx < nb) & (flat >= edges[0]))
     wf = np.ravel(w)
     counts = scatter_add(np.zeros(nb, w.dtype), wf[keep], idx[keep])
+    if density:
+        counts = counts / np.sum(counts) / np.diff(edges)
+    return counts, edges
+
+
+def _fixed_edges(bins, range):
+    """True when the bin edges do not depend on the data (given edges, or a count with
+    a range), so batched values can be binned without a loop."""
+    if isinstance(bins, Tracer) or isinstance(range, Tracer):
+        return False
+    if isinstance(bins, str):
+        return False
+    if np.ndim(bins) == 1:
+        return True
+    return range is not None and np.ndim(bins) == 0
+
+
+def _histogram_fixed(a, bins, range, density, weights):
+    """Binning with traced (possibly batched) values: every step a traced NumPy call."""
+    a = a if isinstance(a, Tracer) else np.asarray(a)
+    if np.ndim(bins) == 0:
+        edges = np.histogram_bin_edges(np.zeros(0), bins=bins, range=range)
+    else:
+        edges = np.asarray(bins)
+        if np.any(np.diff(edges) < 0):
+            raise ValueError("`bins` must increase monotonically, when an array")
+    w = _float_weights(weights)
+    if tuple(np.shape(w)) != tuple(np.shape(a)):
+        raise ValueError("weights should have the same shape as a.")
+    nb = edges.size - 1
+    flat = np.ravel(stop_leaf(a))
+    idx = searchsorted_p(edges, flat, side="right") - 1
+    idx = np.where(flat == edges[-1], nb - 1, idx)   # the last bin includes its right edge
+    inside = (idx >= 0) & (idx < nb)
+    counts = scatter_add(np.zeros(nb, w.dtype), np.where(inside, np.ravel(w), 0),
+                         np.clip(idx, 0, nb - 1))
     if density:
         counts = counts / np.sum(counts) / np.diff(edges)
     return counts, edges
