@@ -1,5 +1,4 @@
-"""Counting and binning: ``np.bincount(weights=)``, ``np.histogram(weights=)`` and
-``np.searchsorted``.
+"""Counting and binning: ``np.bincount(weights=)`` and ``np.histogram(weights=)``.
 
 The counts are piecewise constant in the binned values, so only the weights carry a
 derivative: the bin of every value is computed on concrete numbers (NumPy's own
@@ -9,7 +8,6 @@ batched weights are one scatter, and so are batched values binned by edges that 
 not depend on them (``bins`` given as edges, or with ``range``); ``bincount`` of
 batched values (whose result size depends on each example) and ``histogram`` with
 data-dependent edges run per example.
-``searchsorted`` is vectorized under ``vmap`` also for a batched sorted array.
 """
 
 from __future__ import annotations
@@ -18,9 +16,10 @@ import numpy as np
 
 from ..core import Tracer, stop_leaf
 from ..dispatch import implements
-from ..primitives.scatter import scatter_add, searchsorted_p
+from ..primitives.scatter import scatter_add
+from ..primitives.sorting import searchsorted_p
 
-__all__ = ["bincount", "histogram", "searchsorted"]
+__all__ = ["bincount", "histogram"]
 
 
 def _concrete(x):
@@ -136,16 +135,3 @@ def _histogram_fixed(a, bins, range, density, weights):
     if density:
         counts = counts / np.sum(counts) / np.diff(edges)
     return counts, edges
-
-
-@implements(np.searchsorted)
-def searchsorted(a, v, side="left", sorter=None):
-    """``np.searchsorted`` (no derivative); vectorized under ``vmap`` also when each
-    example has its own sorted array."""
-    if side not in ("left", "right"):
-        raise ValueError(f"side must be 'left' or 'right' (got {side!r})")
-    if np.ndim(a) != 1:
-        raise ValueError("object too deep for desired array")
-    if sorter is not None:
-        a = np.take(a, sorter)
-    return searchsorted_p(a, v, side=side)

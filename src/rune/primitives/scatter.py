@@ -1,4 +1,4 @@
-"""Scatter-add along one axis, and a vectorized ``searchsorted``.
+"""Scatter-add along one axis.
 
 ``scatter_add_p(x, v, idx, axis=k)`` is ``x`` with the slices of ``v`` added at
 positions ``idx`` (a 1-d integer array) along axis ``k``; repeated positions
@@ -7,10 +7,6 @@ itself, its VJP passes ``ct`` to ``x`` and gathers ``ct`` at ``idx`` for ``v``.
 It is the primitive under ``np.add.at``/``subtract.at``, ``add.reduceat``,
 ``np.bincount(weights=)`` and ``np.histogram(weights=)``.  Batching never
 loops: a batched ``idx`` is offset per example into one flat scatter.
-
-``searchsorted_p(a, v, side=...)`` has no derivative.  Under ``vmap`` with a
-batched sorted array it runs one binary search for the whole batch (about
-``log2(len(a))`` vectorized gathers and comparisons), not a loop.
 """
 
 from __future__ import annotations
@@ -18,20 +14,13 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import Primitive
+from ._util import broadcast_batch, batch_size
 
-__all__ = ["scatter_add_p", "scatter_add", "searchsorted_p"]
+__all__ = ["scatter_add_p", "scatter_add"]
 
 
 def _move(x, src, dst):
     return x if src == dst else np.moveaxis(x, src, dst)
-
-
-def _front(x, bdim, size):
-    """``x`` with its batch axis first (an unbatched ``x`` broadcast to ``size``)."""
-    if bdim is None:
-        s = tuple(np.shape(x))
-        return np.broadcast_to(np.reshape(x, (1,) + s), (size,) + s)
-    return _move(x, bdim, 0)
 
 
 def _scatter_add_impl(x, v, idx, axis):
@@ -51,9 +40,9 @@ def _scatter_add_impl(x, v, idx, axis):
 def _scatter_add_batch(args, bdims, axis):
     x, v, idx = args
     bx, bv, bi = bdims
-    size = next(np.shape(a)[b] for a, b in zip(args, bdims) if b is not None)
-    x = _front(x, bx, size)
-    v = _front(v, bv, size)
+    size = batch_size(args, bdims)
+    x = broadcast_batch(x, bx, size)
+    v = broadcast_batch(v, bv, size)
     if bi is None:
         return scatter_add_p(x, v, idx, axis=axis + 1), 0
     # One flat scatter: example b's positions are offset by b * n along a merged axis.
@@ -90,38 +79,3 @@ def scatter_add(x, v, idx, axis=0):
     array([5., 0., 2.])
     """
     return scatter_add_p(x, v, idx, axis=axis)
-
-
-# --------------------------------------------------------------------------
-# searchsorted, with a vectorized batching rule
-# --------------------------------------------------------------------------
-
-def _binary_search(a, v, side):
-    """``searchsorted`` of each row of ``a`` (shape (B, n)) for ``v`` (shape (B, ...)),
-    as ``ceil(log2(n + 1))`` vectorized steps."""
-    size, n = np.shape(a)
-    vs = np.reshape(v, (size, -1))
-    lo = np.zeros(np.shape(vs), np.intp)
-    hi = np.full(np.shape(vs), n, np.intp)
-    for _ in range(int(n).bit_length()):
-        mid = (lo + hi) // 2
-        am = np.take_along_axis(a, np.minimum(mid, n - 1), axis=1)
-        go = (am < vs) if side == "left" else (am <= vs)
-        go = go & (mid < hi)
-        lo = np.where(go, mid + 1, lo)
-        hi = np.where(go, hi, mid)
-    return np.reshape(lo, np.shape(v))
-
-
-def _searchsorted_batch(args, bdims, side):
-    a, v = args
-    ba, bv = bdims
-    if ba is None:
-        return searchsorted_p(a, v, side=side), bv
-    size = np.shape(a)[ba]
-    return _binary_search(_move(a, ba, 0), _front(v, bv, size), side), 0
-
-
-searchsorted_p = Primitive(
-    "searchsorted", lambda a, v, side: np.searchsorted(a, v, side=side),
-    nondiff=True, batch=_searchsorted_batch)
