@@ -34,7 +34,7 @@ from .core import (
     tracer_class_pair,
     warn_once,
 )
-from .dispatch import NeedsPerExample
+from .dispatch import NeedsPerExample, FUNCTIONS
 
 __all__ = ["vmap", "moveaxis_to", "NeedsPerExample"]
 

@@ -23,14 +23,13 @@ import numpy as np
 
 from .. import core
 from ..core import Tracer
-from ..dispatch import implements
+from ..dispatch import FUNCTIONS, implements
 
 __all__ = ["apply_along_axis"]
 
 
 def _vmap(f, **kwargs):
-    from ..batching import vmap       # a transformation, above this layer
-    return vmap(f, **kwargs)
+    return FUNCTIONS["vmap"](f, **kwargs)     # rune.vmap, registered by rune.batching
 
 
 def _has_tracer(args):
