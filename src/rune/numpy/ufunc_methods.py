@@ -120,8 +120,9 @@ def ufunc_method(ufunc, method, inputs, kwargs):
         return ufunc_at(ufunc, *inputs, **kwargs)
     handler = UFUNCS.get(ufunc)
     if handler is None:
-        raise NotImplementedError(f"{name} has no rule in rune, so {name}.{method} cannot "
-                                  f"be used under {transformation_name(inputs)}")
+        what = "it" if method == "__call__" else f"{name}.{method}"
+        raise NotImplementedError(f"{name} has no rule in rune, so {what} cannot be used "
+                                  f"under {transformation_name(inputs)}")
     kwargs = dict(kwargs)
     out = kwargs.pop("out", None)
     if isinstance(out, tuple) and all(o is None for o in out):
