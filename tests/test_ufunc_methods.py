@@ -296,3 +296,10 @@ def test_scipy_scalar_results():
                             method="bounded")
         return rune.stop_gradient(r.x) + c
     np.testing.assert_allclose(rune.grad(argmin_value)(0.5), 1.0)
+
+
+def test_where_without_out_is_refused():
+    with pytest.raises(NotImplementedError, match="where="):
+        rune.grad(lambda x: np.sum(np.exp(x, where=x > 0)))(np.ones(2))
+    with pytest.raises(NotImplementedError, match="where="):
+        rune.grad(lambda x: np.sum(np.multiply.outer(x, x, where=x > 0)))(np.ones(2))

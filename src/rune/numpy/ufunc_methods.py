@@ -128,8 +128,12 @@ def ufunc_method(ufunc, method, inputs, kwargs):
     if isinstance(out, tuple) and all(o is None for o in out):
         out = None
     where = kwargs.pop("where", True)
+    if where is not True and out is None and method != "reduce":
+        raise NotImplementedError(
+            f"{name}(..., where=...) without out= leaves the masked elements uninitialized "
+            f"in NumPy; use np.where(cond, {name}(...), other), or pass out=")
     if method == "__call__":
-        result = _call(ufunc, handler, inputs, kwargs, where, out)
+        result = _call(ufunc, handler, inputs, kwargs)
     elif method == "reduce":
         result = ufunc_reduce(ufunc, *inputs, where=where, **kwargs)
         where = True
@@ -147,12 +151,8 @@ def ufunc_method(ufunc, method, inputs, kwargs):
                      where)
 
 
-def _call(ufunc, handler, inputs, kwargs, where, out):
+def _call(ufunc, handler, inputs, kwargs):
     name = _name(ufunc)
-    if where is not True and out is None:
-        raise NotImplementedError(
-            f"{name}(..., where=...) without out= leaves the masked elements uninitialized "
-            f"in NumPy; use np.where(cond, {name}(...), other), or pass out=")
     dtype = kwargs.pop("dtype", None)
     for k in ("casting", "order", "subok", "signature"):
         kwargs.pop(k, None)
@@ -178,11 +178,8 @@ def _outer(ufunc, handler, inputs, kwargs):
 
 
 def _identity(ufunc):
-    if ufunc in (np.logaddexp,):
-        return -np.inf
-    if ufunc in (np.logaddexp2,):
-        return -np.inf
-    return ufunc.identity
+    """The value a masked element is replaced by (logaddexp's -inf, which NumPy lacks)."""
+    return -np.inf if ufunc in (np.logaddexp, np.logaddexp2) else ufunc.identity
 
 
 def ufunc_reduce(ufunc, a, axis=0, dtype=None, out=None, keepdims=False,
