@@ -59,6 +59,9 @@ def test_unique_values_inverse_counts():
     np.testing.assert_allclose(tan, fd, rtol=1e-6)
     xs = np.array([0.3, 1.1, 2.5, 0.7])     # distinct values: every rule applies
     rune.check_grads(f, xs, order=2)
+    rune.check_grads(lambda x: np.unique(x) * np.unique_values(x[::-1]), xs, order=2)
+    np.testing.assert_allclose(rune.jvp(np.unique, (x,), (t,))[0], np.unique(x))
+    np.testing.assert_allclose(rune.jvp(np.unique, (x,), (t,))[1], np.unique(x) ** 2)
     check_vmap(lambda x: np.unique(x, return_counts=True)[0], np.stack([x, x + 1]))
 
 

@@ -135,3 +135,25 @@ def _histogram_fixed(a, bins, range, density, weights):
     if density:
         counts = counts / np.sum(counts) / np.diff(edges)
     return counts, edges
+
+
+_np_unique = np.unique._implementation
+
+
+@implements(np.unique)
+def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None,
+           *, equal_nan=True, **kwargs):
+    """``np.unique``: NumPy's own sorting path, which runs on traced values (its hash-table
+    path for plain ``np.unique(x)`` is C code): the unique values are a gather of the
+    sorted array, so each gets the derivative of the element it came from."""
+    plain = not (return_index or return_inverse or return_counts)
+    res = _np_unique(ar, return_index=return_index, return_inverse=return_inverse,
+                     return_counts=True if plain else return_counts, axis=axis,
+                     equal_nan=equal_nan, **kwargs)
+    return res[0] if plain else res
+
+
+@implements(np.unique_values)
+def unique_values(x):
+    """``np.unique_values`` (sorted, which the array API's unspecified order allows)."""
+    return unique(x, equal_nan=False)
