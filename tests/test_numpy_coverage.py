@@ -61,14 +61,15 @@ PROBES = {
     "np.unique_counts": lambda x: np.unique_counts(x).values * 2,
     "np.unique_inverse": lambda x: np.unique_inverse(x).values[np.unique_inverse(x)
                                                                .inverse_indices],
+    "np.intersect1d": lambda x: np.intersect1d(x, x[1:3]),
+    "np.union1d": lambda x: np.union1d(x, x[:2] + 5.0),
+    "np.setdiff1d": lambda x: np.setdiff1d(x, x[:2]),
+    "np.setxor1d": lambda x: np.setxor1d(x, x[:2] + 5.0),
 }
 
 # Functions with no rule and no working Python implementation yet.  Shrink it as rules land;
 # a function numerical code reaches for does not belong here for long.
-KNOWN_MISSING = {
-    "np.histogram2d", "np.histogramdd", "np.intersect1d", "np.polydiv", "np.roots",
-    "np.setdiff1d", "np.setxor1d", "np.union1d",
-}
+KNOWN_MISSING = {"np.histogram2d", "np.histogramdd", "np.polydiv", "np.roots"}
 
 
 def test_the_probes_are_the_table_s_python_implementations():

@@ -254,3 +254,15 @@ def test_histogram_batched_values_is_vectorized(kw):
         check_vmap(lambda a, w: np.histogram(a, weights=w, **kw)[0], a, w)
         check_vmap(lambda a: np.histogram(a, weights=a, density=True, **kw)[0], a)
     rune.check_grads(lambda w: np.histogram(a[1], weights=w, **kw)[0] ** 2, w[1], order=2)
+
+
+def test_flatten_is_a_copy_so_numpy_set_functions_do_not_sort_their_input():
+    x = np.array([0.3, 1.2, -0.7, 2.1])
+
+    def f(x):
+        v = x[1:3]
+        w = v.flatten()
+        w.sort()                 # NumPy's _unique1d does this: it must not reach x
+        return np.intersect1d(x, x[1:3]) + x[1:3]
+    np.testing.assert_allclose(rune.jvp(f, (x,), (x,))[0], f(x))
+    rune.check_grads(f, x, order=2)
