@@ -658,8 +658,21 @@ def bench_fft(b, d):
     b.ratio_row("FFT", "grad ÷ forward", grad, fwd)
 
 
+def bench_scatter(b, d):
+    """np.add.at scatter of 1e6 values (issue 12): rune's grad against its own forward."""
+    rune = b.rune
+    D = w.scatter_data()
+    v, idx = D["v"], D["idx"]
+    fwd = b.row("SCATTER", f"np.add.at of {w.SCATTER_N:.0e} values into {w.SCATTER_BINS} "
+                           f"slots, sum of squares: forward")
+    grad = b.row("SCATTER", "grad (w.r.t. the values)", fwd=fwd)
+    b.cell(fwd, "rune")(lambda: lambda: w.scatter_loss(v, idx))
+    b.cell(grad, "rune")(lambda: (lambda g: lambda: g(v, idx))(rune.grad(w.scatter_loss)))
+    b.ratio_row("SCATTER", "grad ÷ forward", grad, fwd)
+
+
 BENCHES = {"W1": bench_w1, "W2": bench_w2, "W3": bench_w3, "W4": bench_w4,
-           "W5": bench_w5, "W6": bench_w6, "FFT": bench_fft}
+           "W5": bench_w5, "W6": bench_w6, "FFT": bench_fft, "SCATTER": bench_scatter}
 
 
 # --------------------------------------------------------------------------
@@ -922,7 +935,7 @@ def run_worker(args, group, merged):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--only", default="W1,W2,W3,W4,W5,W6,FFT",
+    ap.add_argument("--only", default="W1,W2,W3,W4,W5,W6,FFT,SCATTER",
                     help="comma-separated workloads (default: all)")
     ap.add_argument("--frameworks", default=",".join(PEERS),
                     help="comma-separated peers to compare (default: %(default)s)")

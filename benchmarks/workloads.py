@@ -37,6 +37,8 @@ W6_DEPTH = 200
 W6_WIDTH = 256
 W6_COLS = 64
 W6_SEGMENT = 10       # layers per checkpointed segment
+SCATTER_N = 1_000_000      # values scattered by np.add.at
+SCATTER_BINS = 10_000      # into this many slots (about 100 values per slot)
 
 
 @dataclass
@@ -112,6 +114,20 @@ def data(seed=0):
 # --------------------------------------------------------------------------
 # The workloads in plain NumPy; ``xp`` is numpy, autograd.numpy or jax.numpy
 # --------------------------------------------------------------------------
+
+def scatter_data(seed=0):
+    """The SCATTER workload's inputs (apart from :func:`data`: only that workload pays)."""
+    rng = np.random.default_rng(seed)
+    return {"v": rng.standard_normal(SCATTER_N), "idx": rng.integers(0, SCATTER_BINS, SCATTER_N)}
+
+
+def scatter_loss(v, idx, n_bins=SCATTER_BINS):
+    """``np.add.at`` of ``v`` into ``n_bins`` slots (repeated indices accumulate), then a
+    sum of squares: the graph-building scatter that segment sums and bincounts are."""
+    buf = np.zeros_like(v, shape=(n_bins,))
+    np.add.at(buf, idx, v)
+    return np.sum(buf * buf)
+
 
 def chain(x, xp=np, n_ops=W1_OPS):
     """W1: 200 elementwise operations on a small vector, then a sum."""

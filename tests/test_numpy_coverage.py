@@ -56,16 +56,20 @@ PROBES = {
     "np.array": lambda x: np.array(x) * 2,
     "np.ascontiguousarray": lambda x: np.ascontiguousarray(x) * 2,
     "np.asfortranarray": lambda x: np.asfortranarray(x) * 2,
+    "np.histogram_bin_edges": lambda x: np.histogram_bin_edges(x, bins=3) * np.sum(x),
+    "np.unique_all": lambda x: np.unique_all(x).values * np.unique_all(x).counts,
+    "np.unique_counts": lambda x: np.unique_counts(x).values * 2,
+    "np.unique_inverse": lambda x: np.unique_inverse(x).values[np.unique_inverse(x)
+                                                               .inverse_indices],
+    "np.intersect1d": lambda x: np.intersect1d(x, x[1:3]),
+    "np.union1d": lambda x: np.union1d(x, x[:2] + 5.0),
+    "np.setdiff1d": lambda x: np.setdiff1d(x, x[:2]),
+    "np.setxor1d": lambda x: np.setxor1d(x, x[:2] + 5.0),
 }
 
 # Functions with no rule and no working Python implementation yet.  Shrink it as rules land;
 # a function numerical code reaches for does not belong here for long.
-KNOWN_MISSING = {
-    "np.apply_along_axis", "np.bincount", "np.histogram", "np.histogram2d",
-    "np.histogram_bin_edges", "np.histogramdd", "np.intersect1d", "np.polydiv", "np.roots",
-    "np.setdiff1d", "np.setxor1d", "np.union1d", "np.unique", "np.unique_all",
-    "np.unique_counts", "np.unique_inverse", "np.unique_values",
-}
+KNOWN_MISSING = {"np.histogram2d", "np.histogramdd", "np.polydiv", "np.roots"}
 
 
 def test_the_probes_are_the_table_s_python_implementations():

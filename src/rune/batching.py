@@ -34,7 +34,7 @@ from .core import (
     tracer_class_pair,
     warn_once,
 )
-from .dispatch import NeedsPerExample
+from .dispatch import NeedsPerExample, FUNCTIONS
 
 __all__ = ["vmap", "moveaxis_to", "NeedsPerExample"]
 
@@ -510,3 +510,6 @@ def vmap_flat(fun, in_axes, size, strict, name):
     per_example.__wrapped__ = fun     # one-time warnings are keyed by the user's function
     return vmap(per_example, in_axes=tuple(in_axes), out_axes=0, axis_size=size,
                 strict=strict)
+
+
+FUNCTIONS["vmap"] = vmap    # for the NumPy surface's np.vectorize and np.apply_along_axis

@@ -327,10 +327,10 @@ class Tracer:
 class ArrayMixin:
     """Sequence behaviour (``len``, iteration, indexing) of traced values of rank >= 1.
 
-    0-d traced values lack it on purpose: NumPy treats any object with
-    ``__getitem__`` as a sequence, and would hide rune's
+    0-d traced values are no sequence (NumPy would hide rune's
     :class:`TracerConversionError` behind "setting an array element with a
-    sequence" when a traced scalar is written into a plain array.
+    sequence" when a traced scalar is written into a plain array), yet index as
+    ``x[()]``/``x[...]``: see :mod:`rune.numpy.scalars`.
     ``__getitem__``/``__setitem__`` are installed by :mod:`rune.numpy_api`.
     """
 

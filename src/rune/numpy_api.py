@@ -58,78 +58,8 @@ def array_ufunc(self, ufunc, method, *inputs, **kwargs):
                     inputs = [_as_operand(x) for x in inputs]
                     break
             return handler(*inputs)
-    name = f"np.{ufunc.__name__}"
-    if ufunc not in UFUNCS:
-        raise NotImplementedError(
-            f"{name} has no rule in rune, so it cannot be used under "
-            f"{transformation_name(inputs)}")
-    if kwargs.get("out") is not None:
-        raise OutRefusedError(
-            f"{name}(..., out=...) writes into an existing array, which rune does not "
-            f"support on traced values; assign the result instead (y = {name}(...)). "
-            f"An in-place operator on a plain NumPy array with a traced operand "
-            f"(a += x) does this too: write a = a + x, or make a traced buffer with "
-            f"np.zeros_like(x)")
-    kwargs.pop("out", None)
-    if method == "__call__":
-        handler = UFUNCS.get(ufunc)
-        if handler is None:
-            raise NotImplementedError(
-                f"{name} has no rule in rune, so it cannot be used under "
-                f"{transformation_name(inputs)}")
-        where = kwargs.pop("where", True)
-        if where is not True:
-            raise NotImplementedError(
-                f"{name}(..., where=...) is not supported on traced values; use "
-                f"np.where(cond, {name}(...), other) instead")
-        dtype = kwargs.pop("dtype", None)
-        for k in ("casting", "order", "subok", "signature"):
-            kwargs.pop(k, None)
-        if kwargs:
-            raise NotImplementedError(f"{name} with keyword(s) {sorted(kwargs)} is not "
-                                      f"supported on traced values")
-        inputs = [_as_operand(x) for x in inputs]
-        if dtype is not None:
-            inputs = [x.astype(dtype) if isinstance(x, Tracer) else np.asarray(x, dtype)
-                      for x in inputs]
-        return handler(*inputs)
-    if method == "reduce":
-        handler = _REDUCE.get(ufunc)
-        if handler is None:
-            raise NotImplementedError(f"{name}.reduce has no rule in rune (under "
-                                      f"{transformation_name(inputs)})")
-        x = inputs[0]
-        axis = kwargs.pop("axis", 0)
-        keepdims = kwargs.pop("keepdims", False)
-        dtype = kwargs.pop("dtype", None)
-        if kwargs.pop("where", True) is not True or kwargs.pop("initial", np._NoValue) \
-                is not np._NoValue:
-            raise NotImplementedError(f"{name}.reduce with where= or initial= is not "
-                                      f"supported on traced values")
-        if dtype is not None:
-            x = x.astype(dtype)
-        return handler(x, axis=axis, keepdims=keepdims)
-    if method == "accumulate":
-        handler = _ACCUMULATE.get(ufunc)
-        if handler is None:
-            raise NotImplementedError(f"{name}.accumulate has no rule in rune (under "
-                                      f"{transformation_name(inputs)})")
-        dtype = kwargs.pop("dtype", None)
-        x = inputs[0] if dtype is None else inputs[0].astype(dtype)
-        return handler(x, axis=kwargs.pop("axis", 0))
-    if method == "outer":
-        handler = UFUNCS.get(ufunc)
-        if handler is None:
-            raise NotImplementedError(f"{name}.outer has no rule in rune")
-        a, b = (_as_operand(x) for x in inputs)
-        b_nd = b.ndim if isinstance(b, Tracer) else np.ndim(b)
-        a = np.reshape(a, tuple(np.shape(a) if not isinstance(a, Tracer) else a.shape)
-                       + (1,) * b_nd)
-        return handler(a, b)
-    raise NotImplementedError(
-        f"{name}.{method} is not supported on traced values (under "
-        f"{transformation_name(inputs)}); ufunc.at writes in place: use x[idx] = ... "
-        f"on a traced array instead")
+    # ufunc methods, keywords and out= (a write into a traced buffer): rune.numpy.ufunc_methods
+    return FUNCTIONS["ufunc_method"](ufunc, method, inputs, kwargs)
 
 
 # --------------------------------------------------------------------------
@@ -139,6 +69,10 @@ def array_ufunc(self, ufunc, method, *inputs, **kwargs):
 def array_function(self, func, types, args, kwargs):
     handler = FUNCTIONS.get(func)
     if handler is not None:
+        if kwargs.get("out") is not None:     # np.sum(x, out=buf): a write into buf
+            kwargs = dict(kwargs)
+            out = kwargs.pop("out")
+            return FUNCTIONS["write_out"](_func_name(func), out, handler(*args, **kwargs))
         return handler(*args, **kwargs)
     impl = getattr(func, "_implementation", None)
     name = _func_name(func)

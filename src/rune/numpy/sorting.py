@@ -1,8 +1,8 @@
 """The sorting surface: ``sort`` (``argsort``'s permutation, then a gather: the gradient
 follows the permutation; at ties it goes to the element NumPy's sort put there),
 ``partition`` (likewise through ``argpartition``), and the nondifferentiable ``argsort``,
-``argpartition``, ``lexsort``, ``searchsorted`` (a batched sorted array loops over the
-batch).
+``argpartition``, ``lexsort``, ``searchsorted`` (vectorized under ``vmap`` also for a
+batched sorted array: one binary search for the whole batch).
 """
 
 from __future__ import annotations

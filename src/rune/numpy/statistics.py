@@ -127,6 +127,7 @@ _QUANTILE_METHODS = {
     "interpolated_inverted_cdf": (0, 1), "median_unbiased": (1 / 3, 1 / 3),
     "normal_unbiased": (3 / 8, 3 / 8), "midpoint": None, "averaged_inverted_cdf": None,
     "lower": "discrete", "higher": "discrete", "nearest": "discrete",
+    "inverted_cdf": "discrete", "closest_observation": "discrete",
 }
 
 
@@ -160,6 +161,11 @@ def _virtual_index(method, n, q):
         return np.ceil((n - 1) * q)
     if method == "nearest":
         return np.around((n - 1) * q)
+    if method in ("inverted_cdf", "closest_observation"):    # NumPy's boundaries rule
+        vi = n * q - (1 if method == "inverted_cdf" else 1.5)
+        lo = np.floor(vi)
+        take_lo = (vi == lo) if method == "inverted_cdf" else ((vi == lo) & (lo % 2 == 1))
+        return np.where(take_lo, lo, lo + 1)
     alpha, beta = _QUANTILE_METHODS[method]
     return n * q + (alpha + q * (1 - alpha - beta)) - 1
 
@@ -169,9 +175,8 @@ def _quantile(a, q, axis, method, keepdims, name, weights=None, nan=False, weak=
         raise NotImplementedError(f"np.{name}(..., weights=...) is not supported on traced "
                                   f"values")
     if method not in _QUANTILE_METHODS:
-        raise NotImplementedError(
-            f"np.{name}(method={method!r}) is not supported on traced values; use one of "
-            f"{sorted(_QUANTILE_METHODS)}")
+        raise ValueError(f"np.{name}: {method!r} is not a valid method. Use one of: "
+                         f"{sorted(_QUANTILE_METHODS)}")
     if weak is None:      # a Python scalar q keeps a float32 input float32, as in NumPy
         weak = type(q) in (int, float)
     a = a if isinstance(a, Tracer) else np.asanyarray(a)

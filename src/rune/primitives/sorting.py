@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import Primitive
-from ._util import to_front, broadcast_batch, batch_size
+from ._util import to_front, broadcast_batch, batch_size, shape
 
 # --------------------------------------------------------------------------
 # argsort, permute (a reordering whose VJP is the inverse permutation)
@@ -76,12 +76,30 @@ lexsort_p = Primitive("lexsort", lambda *keys, axis: np.lexsort(keys, axis=axis)
                       nondiff=True, batch=_lexsort_batch)
 
 
+def _binary_search(a, v, side):
+    """``searchsorted`` of each row of ``a`` (shape (B, n)) for ``v`` (shape (B, ...)), as
+    ``ceil(log2(n + 1))`` vectorized steps of a gather and a comparison."""
+    size, n = shape(a)
+    vs = np.reshape(v, (size, -1))
+    lo = np.zeros(shape(vs), np.intp)
+    hi = np.full(shape(vs), n, np.intp)
+    for _ in range(int(n).bit_length()):
+        mid = (lo + hi) // 2
+        am = np.take_along_axis(a, np.minimum(mid, n - 1), axis=1)
+        go = ((am < vs) if side == "left" else (am <= vs)) & (mid < hi)
+        lo = np.where(go, mid + 1, lo)
+        hi = np.where(go, hi, mid)
+    return np.reshape(lo, shape(v))
+
+
 def _searchsorted_batch(args, bdims, side):
     a, v = args
     ba, bv = bdims
-    if ba is not None:
-        return NotImplemented       # a different sorted array per example: a loop
-    return searchsorted_p(a, v, side=side), bv
+    if ba is None:
+        return searchsorted_p(a, v, side=side), bv
+    # a sorted array per example: one binary search for the whole batch, not a loop
+    size = batch_size(args, bdims)
+    return _binary_search(to_front(a, ba), broadcast_batch(v, bv, size), side), 0
 
 
 searchsorted_p = Primitive("searchsorted", lambda a, v, side: np.searchsorted(a, v, side=side),
