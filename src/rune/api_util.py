@@ -23,6 +23,7 @@ import numpy as np
 
 from . import tree as tree_util
 from .core import Tracer
+from .primitives.backends import in_backend_of, is_duck_array
 
 __all__ = ["is_diff_leaf", "argnums_tuple", "as_argnum", "diff_fn", "check_diff_args",
            "check_leaves", "check_scalar_output", "check_aux_pair", "describe", "zero_like",
@@ -49,7 +50,8 @@ def _is_number_leaf(x):
         return x.dtype.kind != "O"
     if isinstance(x, np.ndarray):        # subclasses: masked arrays and matrices refused
         return foreign_message(x) is None
-    return isinstance(x, (Tracer, np.generic, bool, int, float, complex)) or x is None
+    return isinstance(x, (Tracer, np.generic, bool, int, float, complex)) or x is None \
+        or is_duck_array(x)         # Dask arrays: NumPy's protocols, lazily (docs/dask.md)
 
 
 def foreign_message(x):
@@ -320,6 +322,8 @@ def zero_like(x, what=None):
         return np.zeros(x.shape, x.dtype)
     if isinstance(x, np.generic):
         return x.dtype.type(0)
+    if is_duck_array(x):
+        return np.zeros_like(x)             # lazy, in the leaf's own backend
     if what is None:
         return None
     raise TypeError(f"{what} cannot differentiate with respect to a {type(x).__name__} leaf")
@@ -348,6 +352,10 @@ def to_user(g, leaf):
         if g.dtype != leaf.dtype:
             g = cast_like(g, leaf.dtype)
         return g
+    if is_duck_array(leaf):                 # a Dask input gets a Dask derivative
+        g = in_backend_of(g, leaf)
+        if getattr(g, "dtype", leaf.dtype) != leaf.dtype:
+            g = cast_like(g, leaf.dtype)
     return g
 
 

@@ -35,6 +35,7 @@ from .core import (
     warn_once,
 )
 from .dispatch import NeedsPerExample, FUNCTIONS
+from .primitives.backends import is_duck_array
 
 __all__ = ["vmap", "moveaxis_to", "NeedsPerExample"]
 
@@ -324,7 +325,7 @@ def vmap(f, in_axes=0, out_axes=0, axis_size=None, strict=False, chunk_size=None
             if not isinstance(ax, int):
                 raise ValueError(f"vmap in_axes entries must be int or None, got {ax!r}")
             if not (isinstance(x, (np.ndarray, np.generic, Tracer))
-                    or isinstance(x, (float, int, complex))):
+                    or isinstance(x, (float, int, complex)) or is_duck_array(x)):
                 paths = paths or tree_util.leaf_paths(in_tree, "args")
                 raise ValueError(f"vmap cannot map over {paths[k]}: it is a "
                                  f"{type(x).__name__}, not an array")

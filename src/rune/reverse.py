@@ -30,6 +30,7 @@ from .api_util import (
     zero_like,
 )
 from .calls import leaked
+from .primitives.backends import seed_like
 from .residuals import (  # noqa: F401  (Dropped, ResidualError, _Plan: also used from here)
     ELEMENTWISE, LAYOUT, MASKS, Dropped, ResidualError, _Meta, _Plan, _kept_args, _new, _plan,
     _plans)
@@ -480,8 +481,8 @@ def vjp(f, *primals, has_aux=False):
                                  f"output has shape {oshape}")
             if node is None or c is None:
                 continue
-            accumulate(seeds, node, pos,
-                       as_array(c) if isinstance(c, (float, complex, int)) else c)
+            accumulate(seeds, node, pos, seed_like(
+                as_array(c) if isinstance(c, (float, complex, int)) else c, o))
         cts = backward(tape, seeds) if seeds else {}
         grads = []
         for x, node in zip(leaves, in_nodes):

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .backends import any_duck, as_backend, is_duck_array, lazy_apply
 from ..core import Primitive, Tracer
 from ..dispatch import NeedsPerExample
 from ._util import shape, ndim, to_front, broadcast_batch, batch_size
@@ -68,6 +69,12 @@ def split_index(idx, x_ndim):
             template.append(int(i))
         elif i is None or i is Ellipsis or isinstance(i, slice):
             template.append(i)
+        elif is_duck_array(i):
+            raise NotImplementedError(
+                f"indexing with a {type(i).__name__} (an index of another backend, such as "
+                f"a lazy Dask mask) is not supported: a mask's result has a shape known only "
+                f"once computed. Use np.where(mask, x, 0) to keep the shape, or compute the "
+                f"index first (a NumPy array)")
         else:
             raise IndexError(f"only integers, slices, None, Ellipsis and integer or boolean "
                              f"arrays are valid indices; got {type(i).__name__}")
@@ -261,6 +268,8 @@ def _gather_impl(x, *arrays, template):
 
 
 def _index_add_impl(x, v, *arrays, template):
+    if any_duck(x, v, *arrays):
+        return _duck_update(_index_add_impl, np.add, x, v, arrays, template)
     out = np.array(x, copy=True)
     idx = build_index(template, arrays)
     if arrays:
@@ -271,12 +280,28 @@ def _index_add_impl(x, v, *arrays, template):
 
 
 def _index_set_impl(x, v, *arrays, template):
+    if any_duck(x, v, *arrays):
+        return _duck_update(_index_set_impl, None, x, v, arrays, template)
     out = np.array(x, copy=True)
     out[build_index(template, arrays)] = v
     return out
 
 
+def _duck_update(impl, op, x, v, arrays, template):
+    """An indexed update of a Dask (duck) array: lazy, never computed here.  A basic
+    index (slices, integers) is Dask's own ``__setitem__``; an update at index arrays
+    (repeated indices accumulate) runs NumPy's impl as one lazy task."""
+    if not arrays and all(isinstance(t, (slice, int)) for t in template):
+        out = x.copy() if is_duck_array(x) else as_backend(x, v)
+        idx = build_index(template, arrays)
+        out[idx] = v if op is None else op(out[idx], v)
+        return out
+    return lazy_apply(impl, shape(x), x.dtype, x, v, *arrays, template=template)
+
+
 def _zeros_of(x, dtype=None):
+    if is_duck_array(x):
+        return np.zeros_like(x, dtype=dtype if dtype is not None else x.dtype)
     return np.zeros(shape(x), dtype if dtype is not None else x.dtype)
 
 

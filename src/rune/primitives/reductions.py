@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .backends import broadcast_like
 from ..core import Primitive
 from ._util import shape, to_front
 
@@ -28,7 +29,7 @@ def _expand_back(ct, x, axis, keepdims):
     """A reduced cotangent ``ct`` broadcast back to ``x``'s shape."""
     if not keepdims:
         ct = np.reshape(ct, kept_shape(shape(x), axis))
-    return np.broadcast_to(ct, shape(x))
+    return broadcast_like(ct, shape(x), x)
 
 
 def _batch_axes(args, bdims, axis, keepdims, prim, **extra):
