@@ -31,6 +31,8 @@ def is_duck_array(x):
     if isinstance(x, (np.ndarray, np.generic, Tracer)):
         return False
     t = type(x)
+    if t.__module__.split(".")[0] in ("pandas", "xarray"):
+        return False        # labelled arrays: refused at the boundary (rune.api_util)
     return (hasattr(t, "__array_function__") and hasattr(t, "__array_ufunc__")
             and hasattr(x, "shape") and hasattr(x, "dtype"))
 
