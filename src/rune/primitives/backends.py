@@ -31,8 +31,9 @@ def is_duck_array(x):
     if isinstance(x, (np.ndarray, np.generic, Tracer)):
         return False
     t = type(x)
-    if t.__module__.split(".")[0] in ("pandas", "xarray"):
-        return False        # labelled arrays: refused at the boundary (rune.api_util)
+    if t.__module__.split(".")[0] in ("pandas", "xarray", "rune"):
+        return False        # labelled arrays: refused at the boundary (rune.api_util);
+                            # rune's own stand-ins (a residual's shape and dtype)
     return (hasattr(t, "__array_function__") and hasattr(t, "__array_ufunc__")
             and hasattr(x, "shape") and hasattr(x, "dtype"))
 
@@ -76,7 +77,24 @@ def broadcast_like(value, shape, ref):
             if keep:
                 value = value.rechunk(keep)
             return da.broadcast_to(value, shape, chunks=ref.chunks)
+    if hasattr(type(value), "__dask_graph__") and not hasattr(type(ref), "__dask_graph__"):
+        # the operand is not on the tape (only its shape): Dask's automatic chunks, so that
+        # no task holds (or ships) the whole broadcast
+        import dask.array as da
+        lead = len(shape) - value.ndim
+        auto = da.core.normalize_chunks("auto", shape, dtype=value.dtype)
+        chunks = tuple(auto[i] if i < lead or value.shape[i - lead] == 1
+                       else value.chunks[i - lead] for i in range(len(shape)))
+        return da.broadcast_to(value, shape, chunks=chunks)
     return np.broadcast_to(value, shape)
+
+
+def zeros_in_backend_of(like, shape, dtype):
+    """Zeros of ``shape`` and ``dtype`` in the backend of the duck array ``like``."""
+    if hasattr(type(like), "__dask_graph__"):
+        import dask.array as da
+        return da.zeros(shape, dtype=dtype)
+    return np.zeros_like(like, shape=shape, dtype=dtype)
 
 
 def seed_like(ct, out):

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .backends import any_duck, as_backend, is_duck_array, lazy_apply
+from .backends import any_duck, as_backend, is_duck_array, lazy_apply, zeros_in_backend_of
 from ..core import Primitive, Tracer
 from ..dispatch import NeedsPerExample
 from ._util import shape, ndim, to_front, broadcast_batch, batch_size
@@ -299,9 +299,13 @@ def _duck_update(impl, op, x, v, arrays, template):
     return lazy_apply(impl, shape(x), x.dtype, x, v, *arrays, template=template)
 
 
-def _zeros_of(x, dtype=None):
+def _zeros_of(x, dtype=None, like=None):
+    """Zeros of ``x``'s shape, in the backend of ``x`` or of ``like`` (the cotangent: ``x``
+    itself may be only its shape and dtype on the tape)."""
     if is_duck_array(x):
         return np.zeros_like(x, dtype=dtype if dtype is not None else x.dtype)
+    if is_duck_array(like):
+        return zeros_in_backend_of(like, shape(x), dtype if dtype is not None else x.dtype)
     return np.zeros(shape(x), dtype if dtype is not None else x.dtype)
 
 
@@ -309,7 +313,7 @@ gather_p = Primitive(
     "getitem", _gather_impl,
     jvp=(lambda t, out, x, *arrays, template: gather_p(t, *arrays, template=template),),
     vjp=(lambda ct, out, x, *arrays, template: index_add_p(
-        _zeros_of(x, ct.dtype), ct, *arrays, template=template),),
+        _zeros_of(x, ct.dtype, ct), ct, *arrays, template=template),),
     batch=_gather_batch, residuals=("shapes", slice(1, None)),   # x's shape, the indices
     masks=True)     # its VJP is zero outside the gathered elements
 
@@ -317,7 +321,7 @@ index_add_p = Primitive(
     "index_add", _index_add_impl,
     jvp=(lambda t, out, x, v, *arrays, template: t,
          lambda t, out, x, v, *arrays, template: index_add_p(
-             _zeros_of(out, t.dtype), t, *arrays, template=template)),
+             _zeros_of(out, t.dtype, t), t, *arrays, template=template)),
     vjp=(lambda ct, out, x, v, *arrays, template: ct,
          lambda ct, out, x, v, *arrays, template: _value_ct(
              gather_p(ct, *arrays, template=template), v)), layout=True,
@@ -329,7 +333,7 @@ index_set_p = Primitive(
     jvp=(lambda t, out, x, v, *arrays, template: index_set_p(t, np.zeros((), t.dtype), *arrays,
                                                             template=template),
          lambda t, out, x, v, *arrays, template: index_set_p(
-             _zeros_of(out, t.dtype), t, *arrays, template=template)),
+             _zeros_of(out, t.dtype, t), t, *arrays, template=template)),
     vjp=(lambda ct, out, x, v, *arrays, template: index_set_p(
         ct, np.zeros((), ct.dtype), *arrays, template=template),
          lambda ct, out, x, v, *arrays, template: _index_set_vjp_v(ct, x, v, arrays, template)),
