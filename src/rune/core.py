@@ -28,7 +28,9 @@ from __future__ import annotations
 
 import contextvars
 import itertools
+import os
 import threading
+import weakref
 import warnings
 
 import numpy as np
@@ -136,8 +138,13 @@ def top_trace(args, what):
 
 _stack: contextvars.ContextVar = contextvars.ContextVar("rune_trace_stack", default=())
 _levels = itertools.count(1)
-_active_count = 0   # all threads; the NumPy coercion patch is installed while > 0
-_count_lock = threading.Lock()
+_active_count = 0   # all threads: how many transformations are entered right now
+_count_lock = threading.RLock()
+# Every thread's entered transformations: weakref(new_trace) -> its Trace.  A weak key,
+# so that an entry whose ``with`` block was cut short (an asynchronous KeyboardInterrupt
+# between two bytecodes of __enter__/__exit__) is cleaned up when the object dies.
+_holders: dict = {}
+_installed = [False]   # is the interception (rune.intercept) installed?
 
 
 class Trace:
@@ -166,44 +173,112 @@ def active_traces():
 
 
 class new_trace:
-    """Context manager: push a new trace of class ``cls`` and pop it on exit."""
+    """Context manager: push a new trace of class ``cls`` and pop it on exit.
 
-    __slots__ = ("trace", "token")
+    Every step is undone even when an asynchronous exception (KeyboardInterrupt)
+    lands between two of them: the entry in ``_holders`` is registered first and
+    removed by a weak-reference callback if ``__exit__`` never completes.
+    """
+
+    __slots__ = ("trace", "token", "ref", "__weakref__")
 
     def __init__(self, cls, *args):
         self.trace = cls(*args)
+        self.token = None
 
     def __enter__(self):
-        global _active_count
+        trace = self.trace
+        ref = self.ref = weakref.ref(self, _lost)
+        _holders[ref] = trace
         stack = _stack.get()
-        self.trace.bottom = not stack
-        self.token = _stack.set(stack + (self.trace,))
-        with _count_lock:
-            if _active_count == 0:
-                _coercion_hooks[0]()
-            _active_count += 1
-        return self.trace
+        trace.bottom = not stack
+        self.token = _stack.set(stack + (trace,))
+        _sync()
+        return trace
 
     def __exit__(self, *exc):
-        global _active_count
         trace = self.trace
-        trace.active = False
-        top = _stack.get()
-        _stack.reset(self.token)
-        with _count_lock:
-            _active_count -= 1
-            if _active_count == 0:
-                _coercion_hooks[1]()
+        top = ()
+        try:
+            top = _stack.get()
+        finally:
+            self._close()
         if (not top or top[-1] is not trace) and exc[0] is None:
             raise RuntimeError("rune: transformation levels were popped out of order")
         return False
+
+    def _close(self):
+        trace = self.trace
+        trace.active = False
+        token, self.token = self.token, None
+        if token is not None:
+            try:
+                _stack.reset(token)
+            except (RuntimeError, ValueError):   # another context, or reset already
+                _drop_from_stack(trace)
+        _holders.pop(self.ref, None)
+        _sync()
+
+
+def _drop_from_stack(trace):
+    stack = _stack.get()
+    if any(t is trace for t in stack):
+        _stack.set(tuple(t for t in stack if t is not trace))
+
+
+def _lost(ref):
+    """A ``new_trace`` died without completing ``__exit__``: undo what it did."""
+    trace = _holders.pop(ref, None)
+    if trace is not None:
+        trace.active = False
+        _drop_from_stack(trace)
+        _sync()
+
+
+def _sync():
+    """Install the interception while any thread is in a transformation, remove it when
+    none is.  Retried if a KeyboardInterrupt lands in it (install/remove are idempotent),
+    then the interrupt is raised."""
+    global _active_count
+    pending = None
+    while True:
+        try:
+            with _count_lock:
+                while True:
+                    _active_count = len(_holders)
+                    want = _active_count > 0
+                    if want == _installed[0]:
+                        break
+                    _coercion_hooks[0 if want else 1]()
+                    _installed[0] = want
+            break
+        except KeyboardInterrupt as e:
+            pending = e
+    if pending is not None:
+        raise pending
+
+
+def _after_fork_in_child():
+    """A forked child has one thread, the one that forked: only its transformations are
+    still entered, and with none, the child sees NumPy and SciPy unpatched."""
+    global _count_lock
+    _count_lock = threading.RLock()
+    mine = _stack.get()
+    for ref, trace in list(_holders.items()):
+        if not any(t is trace for t in mine):
+            _holders.pop(ref, None)
+    _sync()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _noop():
     pass
 
 
-# (install, uninstall) of the NumPy coercion patch; set by rune.numpy_api.
+# (install, uninstall) of the interception; set by rune.intercept.
 _coercion_hooks = [_noop, _noop]
 
 

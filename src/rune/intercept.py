@@ -1,0 +1,215 @@
+"""Contained interception of foreign functions (NumPy's coercion functions, SciPy's).
+
+Some functions cannot be reached through NumPy's protocols: ``np.asarray`` and
+``np.array`` (a type cannot intercept them), private NumPy helpers that look inside
+lists, SciPy's Python-level functions and distribution methods.  rune replaces them
+by a *guarded wrapper* wherever a module (or, for methods, the defining class) holds
+them, but only while some thread is inside a transformation, and the wrapper is
+contained:
+
+* it consults the current context first (:func:`rune.core.active_traces`, a
+  ``ContextVar``) and, with no transformation active there, calls the original at
+  once: other threads and async tasks see NumPy's own behaviour and speed;
+* it carries the original's ``__module__``/``__qualname__``, so ``pickle.dumps(np.asarray)``
+  works while it is installed;
+* it is installed when the first transformation of the process is entered and
+  removed when the last one exits, *by identity*: a name is restored only where it
+  still holds rune's wrapper, and modules first imported during a transformation
+  (which may have copied the wrapper under any name) are searched for it too;
+* a forked child with no transformation of its own restores the originals at once
+  (``os.register_at_fork``), and the bookkeeping in :class:`rune.core.new_trace`
+  survives an asynchronous ``KeyboardInterrupt``.
+
+Registration: :func:`wrap_while_active` (``module``, ``attr``, ``make_wrapper``);
+``attr`` may name a method, ``"rv_continuous.logpdf"``.  A module that is not
+imported, or lacks the attribute (private helpers move between versions), is
+skipped: the registration is looked up again when a later transformation starts.
+See ``docs/interception.md``.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from . import core
+from .dispatch import WRAPPED as _ENTRIES, wrap_while_active
+
+__all__ = ["wrap_while_active", "unregister", "installed_sites"]
+
+# _ENTRIES: (module name, attr path, make_wrapper), registered by wrap_while_active
+_by_orig = {}        # id(original) -> (original, wrapper, everywhere)
+_resolved = set()    # indices into _ENTRIES found so far
+_class_sites = []    # (class, name, original, wrapper)
+_scanned = {}        # module name -> (module, [(key, id(original))])
+_seen = [-1, -1]     # (len(sys.modules), len(_ENTRIES)) at the last refresh
+_installed = []      # (namespace dict or class, key, original, wrapper, is_class)
+_modules_at_install = [0]
+_SKIP = ("rune", "numpy._core._multiarray_umath")
+BEFORE_REFRESH = []  # callables run before each refresh (they may register more)
+
+
+def _everywhere(module):
+    """NumPy's objects are replaced in NumPy's modules; SciPy's (and others') in every
+    module, so ``from scipy.special import logsumexp`` in the user's module is reached."""
+    return not (module == "numpy" or module.startswith("numpy."))
+
+
+def unregister(module, attr):
+    """Forget the registrations of ``module.attr`` (used by tests)."""
+    with core._count_lock:
+        for i in reversed(range(len(_ENTRIES))):
+            m, a = _ENTRIES[i][:2]
+            if m == module and a == attr:
+                del _ENTRIES[i]
+        _by_orig.clear()
+        _resolved.clear()
+        _class_sites.clear()
+        _scanned.clear()
+        _seen[:] = [-1, -1]
+
+
+def installed_sites():
+    """``(where, key)`` of every place holding a wrapper right now (for tests and docs)."""
+    return [(getattr(ns, "__name__", None) or ns.get("__name__"), key)
+            for ns, key, _, _, _ in _installed]
+
+
+def _lookup(module, attr):
+    obj = sys.modules.get(module)
+    for part in attr.split("."):
+        if obj is None:
+            return None
+        obj = getattr(obj, part, None)
+    return obj
+
+
+def _guard(orig, impl):
+    """``impl`` in a context with a transformation, ``orig`` everywhere else."""
+    stack = core._stack
+
+    def wrapper(*args, **kwargs):
+        if stack.get():
+            return impl(*args, **kwargs)
+        return orig(*args, **kwargs)
+
+    for name in ("__module__", "__name__", "__qualname__", "__doc__"):
+        try:
+            setattr(wrapper, name, getattr(orig, name))
+        except (AttributeError, TypeError):
+            pass
+    wrapper.__wrapped__ = orig
+    wrapper._rune_impl = impl
+    return wrapper
+
+
+def _resolve():
+    """Find the originals of the registrations whose module is imported by now."""
+    for i, (module, attr, make_wrapper) in enumerate(_ENTRIES):
+        if i in _resolved or module not in sys.modules:
+            continue
+        everywhere = _everywhere(module)
+        _resolved.add(i)
+        obj = _lookup(module, attr)
+        if obj is None or id(obj) in _by_orig:
+            continue        # defensively: a private helper this version does not have
+        wrapper = _guard(obj, make_wrapper(obj))
+        if "." in attr:     # a method: replaced on the class that defines it
+            owner = _lookup(module, attr.rsplit(".", 1)[0])
+            key = attr.rsplit(".", 1)[1]
+            if isinstance(owner, type) and owner.__dict__.get(key) is obj:
+                _class_sites.append((owner, key, obj, wrapper))
+            continue
+        _by_orig[id(obj)] = (obj, wrapper, everywhere)
+
+
+def _in_scope(name, everywhere):
+    return everywhere or name == "numpy" or name.startswith("numpy.")
+
+
+def _scan(name, mod):
+    d = getattr(mod, "__dict__", None)
+    found = []
+    if d and not (name == "rune" or name.startswith("rune.")) and name not in _SKIP:
+        for key, value in list(d.items()):
+            entry = _by_orig.get(id(value))
+            if entry is not None and entry[0] is value and _in_scope(name, entry[2]):
+                found.append((key, id(value)))
+    _scanned[name] = (mod, found)
+
+
+def _refresh():
+    """Bring the list of places to patch up to date (new modules, new registrations)."""
+    state = [len(sys.modules), len(_ENTRIES)]
+    if state == _seen:
+        return
+    if state[1] != _seen[1]:
+        _by_orig.clear()
+        _resolved.clear()
+        _class_sites.clear()
+        _scanned.clear()
+    _resolve()
+    for name, mod in list(sys.modules.items()):
+        cached = _scanned.get(name)
+        if mod is not None and (cached is None or cached[0] is not mod):
+            _scan(name, mod)
+    _seen[:] = state
+
+
+def install():
+    for hook in BEFORE_REFRESH:
+        hook()
+    _refresh()
+    sites = []
+    for name, (mod, found) in list(_scanned.items()):
+        if not found:
+            continue
+        d = mod.__dict__
+        for key, oid in found:
+            orig, wrapper, _ = _by_orig[oid]
+            value = d.get(key)
+            if value is orig:
+                d[key] = wrapper
+                sites.append((d, key, orig, wrapper, False))
+            elif value is wrapper:      # a retry after an interruption
+                sites.append((d, key, orig, wrapper, False))
+    for cls, key, orig, wrapper in _class_sites:
+        value = cls.__dict__.get(key)
+        if value is orig:
+            setattr(cls, key, wrapper)
+        if value is orig or value is wrapper:
+            sites.append((cls, key, orig, wrapper, True))
+    _installed[:] = sites
+    _modules_at_install[0] = len(sys.modules)
+
+
+def uninstall():
+    for ns, key, orig, wrapper, is_class in _installed:
+        if is_class:
+            if ns.__dict__.get(key) is wrapper:
+                setattr(ns, key, orig)
+        elif ns.get(key) is wrapper:
+            ns[key] = orig
+    if len(sys.modules) != _modules_at_install[0]:
+        _restore_in_new_modules()
+    _installed.clear()
+
+
+def _restore_in_new_modules():
+    """Modules first imported during a transformation copied wrappers (``from numpy
+    import asarray``, ``narray = np.array``): give them the originals, under any name."""
+    back = {id(w): o for o, w, _ in _by_orig.values()}
+    for name, mod in list(sys.modules.items()):
+        cached = _scanned.get(name)
+        if mod is None or (cached is not None and cached[0] is mod):
+            continue
+        d = getattr(mod, "__dict__", None)
+        if not d:
+            continue
+        for key, value in list(d.items()):
+            orig = back.get(id(value))
+            if orig is not None and d.get(key) is value:
+                d[key] = orig
+
+
+core._coercion_hooks[0] = install
+core._coercion_hooks[1] = uninstall
