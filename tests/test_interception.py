@@ -198,16 +198,18 @@ def test_asynchronous_keyboard_interrupt_leaves_nothing_behind():
     dur = time.perf_counter() - start
     interrupted = 0
     for i in range(60):
-        delay = dur * (i + 0.5) / 60
-        timer = threading.Timer(delay, _thread.interrupt_main)
-        timer.start()
+        fired = threading.Event()
+        timer = threading.Timer(dur * (i + 0.5) / 60,
+                                lambda: (_thread.interrupt_main(), fired.set()))
         try:
+            timer.start()
             rune.vmap(rune.grad(f))(x0[None])
-            time.sleep(dur)               # a late interrupt lands here, outside rune
+            assert fired.wait(10)
+            for _ in range(1000):     # a late interrupt lands here, outside rune
+                time.sleep(0.001)
         except KeyboardInterrupt:
             interrupted += 1
-        finally:
-            timer.join()
+        timer.join()
         gc.collect()
         assert_pristine()
     assert interrupted > 30

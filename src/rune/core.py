@@ -216,8 +216,10 @@ class new_trace:
                 _stack.reset(token)
             except (RuntimeError, ValueError):   # another context, or reset already
                 _drop_from_stack(trace)
-        _holders.pop(self.ref, None)
-        _sync()
+        ref, self.ref = self.ref, None
+        _holders.pop(ref, None)
+        del ref     # the weak reference dies first, so _lost is not called: a callback
+        _sync()     # can neither leak nor swallow a pending KeyboardInterrupt
 
 
 def _drop_from_stack(trace):
@@ -227,7 +229,8 @@ def _drop_from_stack(trace):
 
 
 def _lost(ref):
-    """A ``new_trace`` died without completing ``__exit__``: undo what it did."""
+    """A ``new_trace`` died without completing ``__exit__`` (only then is this called):
+    undo what it did."""
     trace = _holders.pop(ref, None)
     if trace is not None:
         trace.active = False

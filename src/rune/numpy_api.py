@@ -29,6 +29,7 @@ import numpy as np
 from . import core, views
 from .core import Tracer, bind, TracerConversionError
 from . import intercept as _intercept  # noqa: F401  (installs and removes the wrappers)
+from . import scipy as _scipy
 
 __all__ = ["UFUNCS", "FUNCTIONS", "implements", "register_ufunc", "install"]
 
@@ -60,8 +61,10 @@ def array_ufunc(self, ufunc, method, *inputs, **kwargs):
                     inputs = [_as_operand(x) for x in inputs]
                     break
             return handler(*inputs)
-    name = f"np.{ufunc.__name__}"
+    name = _ufunc_name(ufunc)
     if ufunc not in UFUNCS:
+        if _scipy.load_rules_for_ufunc(ufunc):      # scipy.special: rules loaded lazily
+            return array_ufunc(self, ufunc, method, *inputs, **kwargs)
         raise NotImplementedError(
             f"{name} has no rule in rune, so it cannot be used under "
             f"{transformation_name(inputs)}")
@@ -156,9 +159,17 @@ def array_function(self, func, types, args, kwargs):
             f"{transformation_name((args, kwargs))} (inner cause: {e})") from e
 
 
+def _ufunc_name(ufunc):
+    """``np.sin``, or ``scipy.special.gammaln`` for SciPy's ufuncs (in error messages)."""
+    return _scipy.public_name(ufunc) or f"np.{ufunc.__name__}"
+
+
 def _func_name(func):
     mod = getattr(func, "__module__", "") or ""
     name = getattr(func, "__name__", repr(func))
+    scipy_name = _scipy.public_name(func)
+    if scipy_name is not None:
+        return scipy_name
     if "linalg" in mod:
         return f"np.linalg.{name}"
     if "fft" in mod:

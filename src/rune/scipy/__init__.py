@@ -2,3 +2,61 @@
 ``scipy.signal``), built on primitives like :mod:`rune.numpy`.  SciPy is optional:
 nothing here imports it until the user's code has.
 """
+
+import sys as _sys
+
+from ..dispatch import wrap_while_active as _wrap
+
+
+def _lazy(surface, name):
+    """A ``make_wrapper`` that imports ``rune.scipy.<surface>`` only when first called."""
+    def make(orig):
+        def wrapper(*args, **kwargs):
+            module = _sys.modules.get(f"rune.scipy.{surface}")
+            if module is None:
+                import importlib
+                module = importlib.import_module(f"rune.scipy.{surface}")
+            return module.REPLACEMENTS[name](orig, *args, **kwargs)
+        return wrapper
+    return make
+
+
+# scipy.special's Python-level functions (its ufuncs reach rune through __array_ufunc__).
+# Registered under the public name and the private module that defines them, so that a
+# SciPy release that moves them keeps working (duplicates resolve to one object).
+for _name, _home in (("logsumexp", "_logsumexp"), ("softmax", "_logsumexp"),
+                     ("log_softmax", "_logsumexp"), ("polygamma", "_basic"),
+                     ("zeta", "_basic"), ("multigammaln", "_spfun_stats")):
+    _wrap(f"scipy.special.{_home}", _name, _lazy("special", _name))
+    _wrap("scipy.special", _name, _lazy("special", _name))
+
+
+def load_rules_for_ufunc(ufunc):
+    """Import the rules of ``ufunc`` if it is one of SciPy's (``scipy.special``'s) and they
+    are not loaded yet; True if something was imported."""
+    special = _sys.modules.get("scipy.special")
+    if special is None or "rune.scipy.special" in _sys.modules:
+        return False
+    if getattr(special, getattr(ufunc, "__name__", ""), None) is not ufunc:
+        return False
+    from . import special as _special  # noqa: F401
+    return True
+
+
+def public_name(obj):
+    """``scipy.special.gammaln`` for SciPy's objects (their public module), else None."""
+    name = getattr(obj, "__name__", None)
+    if name is None:
+        return None
+    special = _sys.modules.get("scipy.special")
+    if special is not None and getattr(special, name, None) is obj:
+        return f"scipy.special.{name}"
+    mod = getattr(obj, "__module__", None) or ""
+    if mod == "scipy" or mod.startswith("scipy."):
+        parts = []
+        for p in mod.split("."):
+            if p.startswith("_"):
+                break
+            parts.append(p)
+        return ".".join(parts + [name])
+    return None
