@@ -177,7 +177,8 @@ class new_trace:
 
     Every step is undone even when an asynchronous exception (KeyboardInterrupt)
     lands between two of them: the entry in ``_holders`` is registered first and
-    removed by a weak-reference callback if ``__exit__`` never completes.
+    removed last, and if ``__enter__``/``__exit__`` is cut short while it is there, a
+    weak-reference callback (:func:`_lost`) finishes the job when the object dies.
     """
 
     __slots__ = ("trace", "token", "ref", "__weakref__")
@@ -216,10 +217,8 @@ class new_trace:
                 _stack.reset(token)
             except (RuntimeError, ValueError):   # another context, or reset already
                 _drop_from_stack(trace)
-        ref, self.ref = self.ref, None
-        _holders.pop(ref, None)
-        del ref     # the weak reference dies first, so _lost is not called: a callback
-        _sync()     # can neither leak nor swallow a pending KeyboardInterrupt
+        _sync(leaving=self.ref)     # the entry goes last, with the lock held: cut short
+        self.ref = None             # anywhere before, the entry stays and _lost finishes
 
 
 def _drop_from_stack(trace):
@@ -229,36 +228,42 @@ def _drop_from_stack(trace):
 
 
 def _lost(ref):
-    """A ``new_trace`` died without completing ``__exit__`` (only then is this called):
-    undo what it did."""
-    trace = _holders.pop(ref, None)
+    """A ``new_trace`` died with its entry still in ``_holders``: ``__enter__`` or
+    ``__exit__`` was cut short by an asynchronous exception.  Undo what it did."""
+    trace = _holders.get(ref)
     if trace is not None:
         trace.active = False
         _drop_from_stack(trace)
-        _sync()
+        _sync(leaving=ref)
 
 
-def _sync():
+def _sync(leaving=None):
     """Install the interception while any thread is in a transformation, remove it when
-    none is.  Retried if a KeyboardInterrupt lands in it (install/remove are idempotent),
-    then the interrupt is raised."""
+    none is; then drop the entry ``leaving`` (under the same lock, so that two threads
+    leaving at once cannot both see the other).  A KeyboardInterrupt landing inside is
+    held until the state is consistent (install/remove are idempotent), then raised."""
     global _active_count
     pending = None
     while True:
         try:
             with _count_lock:
                 while True:
-                    _active_count = len(_holders)
-                    want = _active_count > 0
-                    if want == _installed[0]:
+                    n = len(_holders) - (leaving is not None and leaving in _holders)
+                    _active_count = n
+                    if (n > 0) == _installed[0]:
                         break
-                    _coercion_hooks[0 if want else 1]()
-                    _installed[0] = want
+                    _coercion_hooks[0 if n > 0 else 1]()
+                    _installed[0] = n > 0
+                if leaving is not None:
+                    _holders.pop(leaving, None)
             break
         except KeyboardInterrupt as e:
             pending = e
     if pending is not None:
-        raise pending
+        try:
+            raise pending
+        finally:
+            pending = None
 
 
 def _after_fork_in_child():

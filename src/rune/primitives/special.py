@@ -122,13 +122,17 @@ def _zeta_derivative(k, s, q):
 
 
 zeta_derivative_p = Primitive("scipy.special.zeta", _zeta_derivative)
+def _zeta_derivative_dq(g, out, k, s, q):
+    """d/dq Z_k(s, q) = -k Z_{k-1}(s+1, q) - s Z_k(s+1, q)."""
+    d = -s * bind(zeta_derivative_p, k, s + 1, q)
+    if k > 0:
+        d = d - k * bind(zeta_derivative_p, k - 1, s + 1, q)
+    return g * d
+
+
 zeta_derivative_p.jvp = zeta_derivative_p.vjp = (
-    None,
-    lambda g, out, k, s, q: g * bind(zeta_derivative_p, k + 1, s, q),
-    lambda g, out, k, s, q: g * (-k * bind(zeta_derivative_p, k - 1, s + 1, q)
-                                 - s * bind(zeta_derivative_p, k, s + 1, q)) if np.max(k) > 0
-    else g * (-s * bind(zeta_derivative_p, k, s + 1, q)),
-)
+    None, lambda g, out, k, s, q: g * bind(zeta_derivative_p, k + 1, s, q),
+    _zeta_derivative_dq)
 zeta_derivative_p.batch = _batch(zeta_derivative_p)
 
 
@@ -209,3 +213,18 @@ i1_p = special(sc.i1, lambda x, y: sc.i0(x) - _i1_over_x(x, y), safe=False)
 i0e_p = special(sc.i0e, lambda x, y: sc.i1e(x) - np.sign(x) * y, safe=False)
 i1e_p = special(sc.i1e, lambda x, y: sc.i0e(x) - _i1_over_x(x, y) - np.sign(x) * y,
                 safe=False)
+
+# --------------------------------------------------------------------------
+# Zeta: SciPy's zeta(x, q) is a Python function calling these private ufuncs
+# (looked up defensively), so a zeta captured before the transformation works too
+# --------------------------------------------------------------------------
+
+_ufuncs = getattr(sc, "_ufuncs", None)
+if getattr(_ufuncs, "_zeta", None) is not None:
+    hurwitz_zeta_p = special(_ufuncs._zeta,
+                             lambda s, q, y: bind(zeta_derivative_p, 1, s, q),
+                             lambda s, q, y: -s * bind(zeta_derivative_p, 0, s + 1, q),
+                             name="zeta")
+if getattr(_ufuncs, "_riemann_zeta", None) is not None:
+    riemann_zeta_p = special(_ufuncs._riemann_zeta,
+                             lambda s, y: bind(zeta_derivative_p, 1, s, 1.0), name="zeta")

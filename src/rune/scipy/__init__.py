@@ -34,10 +34,11 @@ for _name, _home in (("logsumexp", "_logsumexp"), ("softmax", "_logsumexp"),
 def load_rules_for_ufunc(ufunc):
     """Import the rules of ``ufunc`` if it is one of SciPy's (``scipy.special``'s) and they
     are not loaded yet; True if something was imported."""
-    special = _sys.modules.get("scipy.special")
-    if special is None or "rune.scipy.special" in _sys.modules:
+    if "rune.scipy.special" in _sys.modules:
         return False
-    if getattr(special, getattr(ufunc, "__name__", ""), None) is not ufunc:
+    name = getattr(ufunc, "__name__", "")
+    if not any(getattr(_sys.modules.get(m), name, None) is ufunc
+               for m in ("scipy.special", "scipy.special._ufuncs")):
         return False
     from . import special as _special  # noqa: F401
     return True

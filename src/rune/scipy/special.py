@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.special as sc
 
-from ..core import Tracer, bind, stop_leaf
+from ..core import Tracer, bind, stop_leaf, _peek
 from ..dispatch import _iter_tracers
 from ..primitives import special as _prims
 from ..primitives.special import polygamma_p, zeta_derivative_p
@@ -145,7 +145,7 @@ def multigammaln(a, d):
     if d < 1:
         raise ValueError(f"scipy.special.multigammaln: d should be a positive integer, "
                          f"got {d}")
-    if isinstance(a, Tracer) and a.size and np.any(stop_leaf(a) <= 0.5 * (d - 1)):
+    if isinstance(a, Tracer) and np.any(_peek(a)[0] <= 0.5 * (d - 1)):    # the numbers
         raise ValueError(f"scipy.special.multigammaln: condition a ({a}) > 0.5 * (d-1) "
                          f"({0.5 * (d - 1)}) not met")
     j = np.arange(d) / 2.0
