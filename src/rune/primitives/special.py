@@ -228,3 +228,51 @@ if getattr(_ufuncs, "_zeta", None) is not None:
 if getattr(_ufuncs, "_riemann_zeta", None) is not None:
     riemann_zeta_p = special(_ufuncs._riemann_zeta,
                              lambda s, y: bind(zeta_derivative_p, 1, s, 1.0), name="zeta")
+
+# --------------------------------------------------------------------------
+# Regularized incomplete functions: differentiable in x; their derivatives in the
+# shape parameters have no closed form, and asking for one is an error, not a zero
+# --------------------------------------------------------------------------
+
+
+def _no_derivative(fname, arg):
+    def rule(g, out, *args):
+        raise NotImplementedError(
+            f"scipy.special.{fname} has no derivative with respect to {arg} in rune (only "
+            f"with respect to x); use rune.stop_gradient on {arg} if none is wanted")
+    return rule
+
+
+def _log_or(x, fallback=1.0):
+    return np.log(np.where(x > 0, x, fallback))
+
+
+def _incomplete(ufunc, nshape, d, names):
+    rules = tuple(_no_derivative(ufunc.__name__, n) for n in names) + (_scale(d, True),)
+    p = Primitive(f"scipy.special.{ufunc.__name__}", ufunc, jvp=rules, vjp=rules)
+    p.batch = _batch(p)
+    register_ufunc(ufunc, p)
+    SPECIAL_UFUNCS[ufunc] = p
+    return p
+
+
+def _gamma_density(a, x, y):
+    return np.where(x > 0, np.exp((a - 1) * _log_or(x) - x - sc.gammaln(a)), 0.0)
+
+
+def _beta_density(a, b, x, y):
+    inside = (x > 0) & (x < 1)
+    xs = np.where(inside, x, 0.5)
+    return np.where(inside, np.exp((a - 1) * np.log(xs) + (b - 1) * np.log1p(-xs)
+                                   - sc.betaln(a, b)), 0.0)
+
+
+def _t_density(df, t, y):
+    return np.exp(sc.gammaln((df + 1) / 2) - sc.gammaln(df / 2) - 0.5 * np.log(df * np.pi)
+                  - (df + 1) / 2 * np.log1p(t * t / df))
+
+
+gammainc_p = _incomplete(sc.gammainc, 1, _gamma_density, ("a",))
+gammaincc_p = _incomplete(sc.gammaincc, 1, lambda a, x, y: -_gamma_density(a, x, y), ("a",))
+betainc_p = _incomplete(sc.betainc, 2, _beta_density, ("a", "b"))
+stdtr_p = _incomplete(sc.stdtr, 1, _t_density, ("df",))

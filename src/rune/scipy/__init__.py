@@ -61,3 +61,17 @@ def public_name(obj):
             parts.append(p)
         return ".".join(parts + [name])
     return None
+
+
+# scipy.stats: the generic methods, replaced on their classes (every distribution object,
+# frozen ones included, wherever it was imported, sees the replacement).
+_INFRA = "scipy.stats._distn_infrastructure"
+for _m in ("logpdf", "pdf", "cdf", "logcdf", "sf", "logsf", "ppf"):
+    _wrap(_INFRA, f"rv_continuous.{_m}", _lazy("stats", f"rv_continuous.{_m}"))
+for _m in ("logpmf", "pmf"):
+    _wrap(_INFRA, f"rv_discrete.{_m}", _lazy("stats", f"rv_discrete.{_m}"))
+for _cls in ("multivariate_normal_gen", "dirichlet_gen"):
+    for _m in ("logpdf", "pdf"):
+        _wrap("scipy.stats._multivariate", f"{_cls}.{_m}", _lazy("stats", f"{_cls}.{_m}"))
+_wrap("scipy.stats._entropy", "entropy", _lazy("stats", "entropy"))
+_wrap("scipy.stats", "entropy", _lazy("stats", "entropy"))
