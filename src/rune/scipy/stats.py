@@ -181,33 +181,38 @@ def _continuous(method):
     def call(orig, dist, x, *args, **kwds):
         if not _traced(x, args, kwds):
             return orig(dist, x, *args, **kwds)
-        fam = _family(dist, CONTINUOUS, method)
-        shapes, loc, scale = dist._parse_args(*args, **kwds)
-        valid = scale > 0
-        if "valid" in fam:
-            valid = valid & fam["valid"](*shapes)
-        if method == "ppf":
-            q = x
-            ok = valid & (q >= 0) & (q <= 1)
-            if "ppf" not in fam:
-                raise NotImplementedError(f"scipy.stats.{_name(dist)}.ppf has no rule in rune")
-            out = fam["ppf"](_inside(ok, q, 0.5), *shapes) * scale + loc
-            return np.where(ok, out, _NAN)
-        y = (x - loc) / _inside(scale > 0, scale, 1.0)
-        if method in ("logpdf", "pdf"):
-            out = fam["logpdf"](y, *shapes) - np.log(_inside(scale > 0, scale, 1.0))
-            out = np.exp(out) if method == "pdf" else out
-        elif method == "cdf":
-            out = fam["cdf"](y, *shapes)
-        elif method == "logcdf":
-            out = fam["logcdf"](y, *shapes) if "logcdf" in fam else np.log(fam["cdf"](y, *shapes))
-        elif method == "sf":
-            out = fam["sf"](y, *shapes) if "sf" in fam else 1 - fam["cdf"](y, *shapes)
-        else:   # logsf
-            out = (fam["logsf"](y, *shapes) if "logsf" in fam else
-                   np.log(fam["sf"](y, *shapes) if "sf" in fam else 1 - fam["cdf"](y, *shapes)))
-        return np.where(valid, out, _NAN)
+        with np.errstate(divide="ignore"):      # log(0) = -inf outside the support
+            return _evaluate(dist, method, x, args, kwds)
     return call
+
+
+def _evaluate(dist, method, x, args, kwds):
+    fam = _family(dist, CONTINUOUS, method)
+    shapes, loc, scale = dist._parse_args(*args, **kwds)
+    valid = scale > 0
+    if "valid" in fam:
+        valid = valid & fam["valid"](*shapes)
+    if method == "ppf":
+        q = x
+        ok = valid & (q >= 0) & (q <= 1)
+        if "ppf" not in fam:
+            raise NotImplementedError(f"scipy.stats.{_name(dist)}.ppf has no rule in rune")
+        out = fam["ppf"](_inside(ok, q, 0.5), *shapes) * scale + loc
+        return np.where(ok, out, _NAN)
+    y = (x - loc) / _inside(scale > 0, scale, 1.0)
+    if method in ("logpdf", "pdf"):
+        out = fam["logpdf"](y, *shapes) - np.log(_inside(scale > 0, scale, 1.0))
+        out = np.exp(out) if method == "pdf" else out
+    elif method == "cdf":
+        out = fam["cdf"](y, *shapes)
+    elif method == "logcdf":
+        out = fam["logcdf"](y, *shapes) if "logcdf" in fam else np.log(fam["cdf"](y, *shapes))
+    elif method == "sf":
+        out = fam["sf"](y, *shapes) if "sf" in fam else 1 - fam["cdf"](y, *shapes)
+    else:   # logsf
+        out = (fam["logsf"](y, *shapes) if "logsf" in fam else
+               np.log(fam["sf"](y, *shapes) if "sf" in fam else 1 - fam["cdf"](y, *shapes)))
+    return np.where(valid, out, _NAN)
 
 
 def _discrete(method):
