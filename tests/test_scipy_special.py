@@ -156,8 +156,8 @@ def test_python_functions_imported_by_name_into_a_module():
 
 
 def test_errors_name_scipy_special():
-    with pytest.raises(NotImplementedError, match=r"scipy\.special\.gammainc has no rule"):
-        rune.grad(lambda x: sc.gammainc(1.0, x))(1.0)
+    with pytest.raises(NotImplementedError, match=r"scipy\.special\.jv has no rule"):
+        rune.grad(lambda x: sc.jv(1.0, x))(1.0)
     with pytest.raises(NotImplementedError, match=r"scipy\.special\.gammaln"):
         rune.grad(lambda x: sc.gammaln(x, out=np.empty(())))(1.0)
 

@@ -41,7 +41,7 @@ _by_orig = {}        # id(original) -> (original, wrapper, everywhere)
 _resolved = set()    # indices into _ENTRIES found so far
 _class_sites = []    # (class, name, original, wrapper)
 _scanned = {}        # module name -> (module, [(key, id(original))])
-_seen = [-1, -1]     # (len(sys.modules), len(_ENTRIES)) at the last refresh
+_seen = [-1, -1, -1]  # (len(sys.modules), len(_ENTRIES), id(__main__)) at the last refresh
 _installed = []      # (namespace dict or class, key, original, wrapper, is_class)
 _modules_at_install = [0]
 _SKIP = ("rune", "numpy._core._multiarray_umath")
@@ -65,7 +65,7 @@ def unregister(module, attr):
         _resolved.clear()
         _class_sites.clear()
         _scanned.clear()
-        _seen[:] = [-1, -1]
+        _seen[:] = [-1, -1, -1]
 
 
 def installed_sites():
@@ -139,7 +139,8 @@ def _scan(name, mod):
 
 def _refresh():
     """Bring the list of places to patch up to date (new modules, new registrations)."""
-    state = [len(sys.modules), len(_ENTRIES)]
+    # what changes: modules imported, registrations, and __main__ (runpy swaps it)
+    state = [len(sys.modules), len(_ENTRIES), id(sys.modules.get("__main__"))]
     if state == _seen:
         return
     if state[1] != _seen[1]:

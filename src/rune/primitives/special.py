@@ -4,7 +4,8 @@ SciPy's special functions are NumPy ufuncs, so ``__array_ufunc__`` hands them to
 rune like ``np.sin``.  Each primitive is one line: the ufunc and its local
 derivative per argument, ``d(*args, out)``, written with ufuncs on traced values
 (so derivatives of every order follow), JVP and VJP both ``g * d``.  ``None`` marks
-an argument without a derivative (``polygamma``'s order ``n``).
+an argument without a derivative (``polygamma``'s order ``n``).  Where ``g`` is a
+structural zero the engine makes the product zero whatever ``d`` is.
 
 This module imports SciPy and is itself imported lazily (by
 :mod:`rune.scipy.special`, when a traced value first meets one of these ufuncs):
@@ -17,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.special as sc
 
-from ..core import Primitive, bind, safe_products
+from ..core import Primitive, bind
 from ..dispatch import register_ufunc
 
 __all__ = ["SPECIAL_UFUNCS", "zeta_derivative_p", "polygamma_p"]
@@ -50,18 +51,17 @@ def _batch(prim):
     return batch
 
 
-def _scale(d, safe):
+def _scale(d):
+    """The rule ``g -> g * d(args, out)``: a plain product (the engine zeroes it where
+    ``g`` is a structural zero, the branch ``np.where`` did not take)."""
     def rule(g, out, *args):
-        if safe or safe_products[0]:
-            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-                return np.where(g == 0, 0, g * d(*args, out))
         return g * d(*args, out)
     return rule
 
 
-def special(ufunc, *partials, safe=True, name=None):
+def special(ufunc, *partials, name=None):
     """The primitive of ``ufunc`` with local derivatives ``partials`` (``d(*args, out)``)."""
-    rules = tuple(None if d is None else _scale(d, safe) for d in partials)
+    rules = tuple(None if d is None else _scale(d) for d in partials)
     p = Primitive(f"scipy.special.{name or ufunc.__name__}", ufunc, jvp=rules, vjp=rules)
     p.batch = _batch(p)
     register_ufunc(ufunc, p)
@@ -141,8 +141,7 @@ zeta_derivative_p.batch = _batch(zeta_derivative_p)
 # --------------------------------------------------------------------------
 
 polygamma_p = Primitive("scipy.special.polygamma", lambda n, x: sc.polygamma(n, x))
-polygamma_p.jvp = polygamma_p.vjp = (None, _scale(lambda n, x, y: bind(polygamma_p, n + 1, x),
-                                                  True))
+polygamma_p.jvp = polygamma_p.vjp = (None, _scale(lambda n, x, y: bind(polygamma_p, n + 1, x)))
 polygamma_p.batch = _batch(polygamma_p)
 
 
@@ -164,11 +163,11 @@ betaln_p = special(sc.betaln, lambda a, b, y: sc.psi(a) - sc.psi(a + b),
 # Error function and the normal distribution
 # --------------------------------------------------------------------------
 
-erf_p = special(sc.erf, lambda x, y: 2 / SQRT_PI * np.exp(-x * x), safe=False)
-erfc_p = special(sc.erfc, lambda x, y: -2 / SQRT_PI * np.exp(-x * x), safe=False)
+erf_p = special(sc.erf, lambda x, y: 2 / SQRT_PI * np.exp(-x * x))
+erfc_p = special(sc.erfc, lambda x, y: -2 / SQRT_PI * np.exp(-x * x))
 erfinv_p = special(sc.erfinv, lambda x, y: SQRT_PI / 2 * np.exp(y * y))
 erfcinv_p = special(sc.erfcinv, lambda x, y: -SQRT_PI / 2 * np.exp(y * y))
-ndtr_p = special(sc.ndtr, lambda x, y: np.exp(-x * x / 2) / SQRT_2PI, safe=False)
+ndtr_p = special(sc.ndtr, lambda x, y: np.exp(-x * x / 2) / SQRT_2PI)
 ndtri_p = special(sc.ndtri, lambda x, y: SQRT_2PI * np.exp(y * y / 2))
 log_ndtr_p = special(sc.log_ndtr, lambda x, y: np.exp(-x * x / 2 - y) / SQRT_2PI)
 
@@ -176,9 +175,9 @@ log_ndtr_p = special(sc.log_ndtr, lambda x, y: np.exp(-x * x / 2 - y) / SQRT_2PI
 # Logistic
 # --------------------------------------------------------------------------
 
-expit_p = special(sc.expit, lambda x, y: y * (1 - y), safe=False)
+expit_p = special(sc.expit, lambda x, y: y * (1 - y))
 logit_p = special(sc.logit, lambda x, y: 1 / (x * (1 - x)))
-log_expit_p = special(sc.log_expit, lambda x, y: sc.expit(-x), safe=False)
+log_expit_p = special(sc.log_expit, lambda x, y: sc.expit(-x))
 
 # --------------------------------------------------------------------------
 # Information theory: 0 log 0 = 0, so the derivative in the first argument is
@@ -208,11 +207,10 @@ def _i1_over_x(x, i1):
     return np.where(x == 0, 0.5, i1 / np.where(x == 0, 1.0, x))
 
 
-i0_p = special(sc.i0, lambda x, y: sc.i1(x), safe=False)
-i1_p = special(sc.i1, lambda x, y: sc.i0(x) - _i1_over_x(x, y), safe=False)
-i0e_p = special(sc.i0e, lambda x, y: sc.i1e(x) - np.sign(x) * y, safe=False)
-i1e_p = special(sc.i1e, lambda x, y: sc.i0e(x) - _i1_over_x(x, y) - np.sign(x) * y,
-                safe=False)
+i0_p = special(sc.i0, lambda x, y: sc.i1(x))
+i1_p = special(sc.i1, lambda x, y: sc.i0(x) - _i1_over_x(x, y))
+i0e_p = special(sc.i0e, lambda x, y: sc.i1e(x) - np.sign(x) * y)
+i1e_p = special(sc.i1e, lambda x, y: sc.i0e(x) - _i1_over_x(x, y) - np.sign(x) * y)
 
 # --------------------------------------------------------------------------
 # Zeta: SciPy's zeta(x, q) is a Python function calling these private ufuncs
@@ -248,7 +246,7 @@ def _log_or(x, fallback=1.0):
 
 
 def _incomplete(ufunc, nshape, d, names):
-    rules = tuple(_no_derivative(ufunc.__name__, n) for n in names) + (_scale(d, True),)
+    rules = tuple(_no_derivative(ufunc.__name__, n) for n in names) + (_scale(d),)
     p = Primitive(f"scipy.special.{ufunc.__name__}", ufunc, jvp=rules, vjp=rules)
     p.batch = _batch(p)
     register_ufunc(ufunc, p)
