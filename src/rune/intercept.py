@@ -42,6 +42,7 @@ _resolved = set()    # indices into _ENTRIES found so far
 _class_sites = []    # (class, name, original, wrapper)
 _scanned = {}        # module name -> (module, [(key, id(original))])
 _seen = [-1, -1, -1]  # (len(sys.modules), len(_ENTRIES), id(__main__)) at the last refresh
+_module_sites = []   # (module dict, key, original, wrapper): where to install
 _installed = []      # (namespace dict or class, key, original, wrapper, is_class)
 _modules_at_install = [0]
 _SKIP = ("rune", "numpy._core._multiarray_umath")
@@ -142,7 +143,7 @@ def _refresh():
     # what changes: modules imported, registrations, and __main__ (runpy swaps it)
     state = [len(sys.modules), len(_ENTRIES), id(sys.modules.get("__main__"))]
     if state == _seen:
-        return
+        return False
     if state[1] != _seen[1]:
         _by_orig.clear()
         _resolved.clear()
@@ -154,25 +155,22 @@ def _refresh():
         if mod is not None and (cached is None or cached[0] is not mod):
             _scan(name, mod)
     _seen[:] = state
+    return True
 
 
 def install():
     for hook in BEFORE_REFRESH:
         hook()
-    _refresh()
+    if _refresh():
+        _module_sites[:] = [(mod.__dict__, key) + _by_orig[oid][:2]
+                            for mod, found in _scanned.values() for key, oid in found]
     sites = []
-    for name, (mod, found) in list(_scanned.items()):
-        if not found:
-            continue
-        d = mod.__dict__
-        for key, oid in found:
-            orig, wrapper, _ = _by_orig[oid]
-            value = d.get(key)
-            if value is orig:
-                d[key] = wrapper
-                sites.append((d, key, orig, wrapper, False))
-            elif value is wrapper:      # a retry after an interruption
-                sites.append((d, key, orig, wrapper, False))
+    for d, key, orig, wrapper in _module_sites:
+        value = d.get(key)
+        if value is orig:
+            d[key] = wrapper
+        if value is orig or value is wrapper:      # wrapper: a retry after an interruption
+            sites.append((d, key, orig, wrapper, False))
     for cls, key, orig, wrapper in _class_sites:
         value = cls.__dict__.get(key)
         if value is orig:
