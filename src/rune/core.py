@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import contextvars
 import itertools
-import os
 import threading
 import weakref
 import warnings
@@ -140,10 +139,7 @@ _stack: contextvars.ContextVar = contextvars.ContextVar("rune_trace_stack", defa
 _levels = itertools.count(1)
 _active_count = 0   # all threads: how many transformations are entered right now
 _count_lock = threading.RLock()
-# Every thread's entered transformations: weakref(new_trace) -> its Trace.  A weak key,
-# so that an entry whose ``with`` block was cut short (an asynchronous KeyboardInterrupt
-# between two bytecodes of __enter__/__exit__) is cleaned up when the object dies.
-_holders: dict = {}
+_holders: dict = {}    # every thread's entered transformations: weakref(new_trace) -> Trace
 _installed = [False]   # is the interception (rune.intercept) installed?
 
 
@@ -173,121 +169,40 @@ def active_traces():
 
 
 class new_trace:
-    """Context manager: push a new trace of class ``cls`` and pop it on exit.
-
-    Every step is undone even when an asynchronous exception (KeyboardInterrupt)
-    lands between two of them: the entry in ``_holders`` is registered first and
-    removed last, and if ``__enter__``/``__exit__`` is cut short while it is there, a
-    weak-reference callback (:func:`_lost`) finishes the job when the object dies.
-    """
+    """Context manager: push a new trace of class ``cls`` and pop it on exit.  Its entry in
+    ``_holders`` goes in first and out last: if a KeyboardInterrupt cuts this short, a
+    weak-reference callback (:func:`rune.intercept.lost`) finishes when the object dies."""
 
     __slots__ = ("trace", "token", "ref", "__weakref__")
 
     def __init__(self, cls, *args):
         self.trace = cls(*args)
-        self.token = None
 
     def __enter__(self):
         trace = self.trace
-        ref = self.ref = weakref.ref(self, _lost)
+        ref = self.ref = weakref.ref(self, _interception["lost"])
         _holders[ref] = trace
         stack = _stack.get()
         trace.bottom = not stack
         self.token = _stack.set(stack + (trace,))
-        _sync()
+        _interception["sync"]()
         return trace
 
     def __exit__(self, *exc):
         trace = self.trace
-        top = ()
-        try:
-            top = _stack.get()
-        finally:
-            self._close()
+        trace.active = False
+        top = _stack.get()
+        _stack.reset(self.token)
+        _interception["sync"](self.ref)     # drops the entry last, under the lock
+        self.ref = None                     # (so that the callback is not called)
         if (not top or top[-1] is not trace) and exc[0] is None:
             raise RuntimeError("rune: transformation levels were popped out of order")
         return False
 
-    def _close(self):
-        trace = self.trace
-        trace.active = False
-        token, self.token = self.token, None
-        if token is not None:
-            try:
-                _stack.reset(token)
-            except (RuntimeError, ValueError):   # another context, or reset already
-                _drop_from_stack(trace)
-        _sync(leaving=self.ref)     # the entry goes last, with the lock held: cut short
-        self.ref = None             # anywhere before, the entry stays and _lost finishes
 
-
-def _drop_from_stack(trace):
-    stack = _stack.get()
-    if any(t is trace for t in stack):
-        _stack.set(tuple(t for t in stack if t is not trace))
-
-
-def _lost(ref):
-    """A ``new_trace`` died with its entry still in ``_holders``: ``__enter__`` or
-    ``__exit__`` was cut short by an asynchronous exception.  Undo what it did."""
-    trace = _holders.get(ref)
-    if trace is not None:
-        trace.active = False
-        _drop_from_stack(trace)
-        _sync(leaving=ref)
-
-
-def _sync(leaving=None):
-    """Install the interception while any thread is in a transformation, remove it when
-    none is; then drop the entry ``leaving`` (under the same lock, so that two threads
-    leaving at once cannot both see the other).  A KeyboardInterrupt landing inside is
-    held until the state is consistent (install/remove are idempotent), then raised."""
-    global _active_count
-    pending = None
-    while True:
-        try:
-            with _count_lock:
-                while True:
-                    n = len(_holders) - (leaving is not None and leaving in _holders)
-                    _active_count = n
-                    if (n > 0) == _installed[0]:
-                        break
-                    _coercion_hooks[0 if n > 0 else 1]()
-                    _installed[0] = n > 0
-                if leaving is not None:
-                    _holders.pop(leaving, None)
-            break
-        except KeyboardInterrupt as e:
-            pending = e
-    if pending is not None:
-        try:
-            raise pending
-        finally:
-            pending = None
-
-
-def _after_fork_in_child():
-    """A forked child has one thread, the one that forked: only its transformations are
-    still entered, and with none, the child sees NumPy and SciPy unpatched."""
-    global _count_lock
-    _count_lock = threading.RLock()
-    mine = _stack.get()
-    for ref, trace in list(_holders.items()):
-        if not any(t is trace for t in mine):
-            _holders.pop(ref, None)
-    _sync()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
-
-
-def _noop():
-    pass
-
-
-# (install, uninstall) of the interception; set by rune.intercept.
-_coercion_hooks = [_noop, _noop]
+# (install, uninstall) of the interception, and its bookkeeping; set by rune.intercept.
+_coercion_hooks = [lambda: None, lambda: None]
+_interception = {"sync": lambda leaving=None: None, "lost": lambda ref: None}
 
 
 # --------------------------------------------------------------------------

@@ -29,7 +29,9 @@ See ``docs/interception.md``.
 
 from __future__ import annotations
 
+import os
 import sys
+import threading
 
 from . import core
 from .dispatch import WRAPPED as _ENTRIES, wrap_while_active
@@ -210,5 +212,69 @@ def _restore_in_new_modules():
                 d[key] = orig
 
 
+# --------------------------------------------------------------------------
+# The bookkeeping of rune.core.new_trace: install while any thread transforms
+# --------------------------------------------------------------------------
+
+def _drop_from_stack(trace):
+    stack = core._stack.get()
+    if any(t is trace for t in stack):
+        core._stack.set(tuple(t for t in stack if t is not trace))
+
+
+def lost(ref):
+    """A ``new_trace`` died with its entry still in ``core._holders``: ``__enter__`` or
+    ``__exit__`` was cut short by an asynchronous exception.  Undo what it did."""
+    trace = core._holders.get(ref)
+    if trace is not None:
+        trace.active = False
+        _drop_from_stack(trace)
+        sync(leaving=ref)
+
+
+def sync(leaving=None):
+    """Install the interception while any thread is in a transformation, remove it when
+    none is; then drop the entry ``leaving`` (under the same lock, so that two threads
+    leaving at once cannot both see the other).  A KeyboardInterrupt landing inside is
+    held until the state is consistent (install/remove are idempotent), then raised."""
+    pending = None
+    while True:
+        try:
+            with core._count_lock:
+                while True:
+                    n = len(core._holders) - (leaving is not None and leaving in core._holders)
+                    core._active_count = n
+                    if (n > 0) == core._installed[0]:
+                        break
+                    core._coercion_hooks[0 if n > 0 else 1]()
+                    core._installed[0] = n > 0
+                if leaving is not None:
+                    core._holders.pop(leaving, None)
+            break
+        except KeyboardInterrupt as e:
+            pending = e
+    if pending is not None:
+        try:
+            raise pending
+        finally:
+            pending = None
+
+
+def _after_fork_in_child():
+    """A forked child has one thread, the one that forked: only its transformations are
+    still entered, and with none, the child sees NumPy and SciPy unpatched."""
+    core._count_lock = threading.RLock()
+    mine = core._stack.get()
+    for ref, trace in list(core._holders.items()):
+        if not any(t is trace for t in mine):
+            core._holders.pop(ref, None)
+    sync()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 core._coercion_hooks[0] = install
 core._coercion_hooks[1] = uninstall
+core._interception.update(sync=sync, lost=lost)
