@@ -175,3 +175,27 @@ def test_import_rune_does_not_import_scipy_and_rules_load_on_first_use():
                          timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split()[0].startswith("0.92278433509846")
+
+
+def test_a_script_importing_after_its_first_transformation():
+    code = textwrap.dedent("""
+        import numpy as np, rune
+        print(rune.grad(lambda x: x * 2)(1.0))          # the interception scans modules
+        from scipy.special import logsumexp             # imported into __main__ later
+        print(rune.grad(lambda x: logsumexp(x))(np.zeros(2)))
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "[0.5 0.5]" in out.stdout
+
+
+def test_docstring_examples_run():
+    import doctest
+    import rune.scipy.special
+    import rune.scipy.stats
+    from rune import intercept
+    for module in (rune.scipy.special, rune.scipy.stats, intercept):
+        result = doctest.testmod(module)
+        assert result.failed == 0 and result.attempted > 0, module.__name__

@@ -165,3 +165,22 @@ def test_entropy(with_q, base, rng):
 def test_unsupported_distribution_is_named():
     with pytest.raises(NotImplementedError, match=r"scipy\.stats\.weibull_min\.logpdf"):
         rune.grad(lambda c: st.weibull_min.logpdf(1.0, c))(1.5)
+
+
+@pytest.mark.parametrize("order", ["scipy first", "rune first"])
+def test_import_order_of_scipy_stats_and_rune_does_not_matter(order):
+    import os
+    import subprocess
+    import sys
+    imports = ["from scipy.stats import norm", "import rune"]
+    if order == "rune first":
+        imports.reverse()
+    code = "\n".join(imports + [
+        "import rune, numpy as np",
+        "print(rune.grad(lambda mu: norm.logpdf(1.0, mu, 2.0))(0.0))",
+        "print(rune.grad(lambda s: norm(0.0, s).logpdf(1.0))(2.0))"])
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["0.25", "-0.375"]

@@ -43,7 +43,7 @@ _by_orig = {}        # id(original) -> (original, wrapper, everywhere)
 _resolved = set()    # indices into _ENTRIES found so far
 _class_sites = []    # (class, name, original, wrapper)
 _scanned = {}        # module name -> (module, [(key, id(original))])
-_seen = [-1, -1, -1]  # (len(sys.modules), len(_ENTRIES), id(__main__)) at the last refresh
+_seen = [-1] * 4      # what _refresh saw last (see there)
 _module_sites = []   # (module dict, key, original, wrapper): where to install
 _installed = []      # (namespace dict or class, key, original, wrapper, is_class)
 _modules_at_install = [0]
@@ -68,7 +68,7 @@ def unregister(module, attr):
         _resolved.clear()
         _class_sites.clear()
         _scanned.clear()
-        _seen[:] = [-1, -1, -1]
+        _seen[:] = [-1] * 4
 
 
 def installed_sites():
@@ -142,10 +142,14 @@ def _scan(name, mod):
 
 def _refresh():
     """Bring the list of places to patch up to date (new modules, new registrations)."""
-    # what changes: modules imported, registrations, and __main__ (runpy swaps it)
-    state = [len(sys.modules), len(_ENTRIES), id(sys.modules.get("__main__"))]
+    # what changes: modules imported, registrations, and __main__ (runpy swaps it, a
+    # script or notebook imports into it as it goes)
+    main = sys.modules.get("__main__")
+    state = [len(sys.modules), len(_ENTRIES), id(main), len(getattr(main, "__dict__", ()))]
     if state == _seen:
         return False
+    if state[3] != _seen[3]:
+        _scanned.pop("__main__", None)
     if state[1] != _seen[1]:
         _by_orig.clear()
         _resolved.clear()

@@ -267,9 +267,8 @@ def _multivariate(logpdf, name, method):
 def entropy(pk, qk=None, base=None, axis=0):
     """Shannon entropy of ``pk`` (normalized), or the relative entropy to ``qk``.
 
-    >>> import numpy as np, rune
-    >>> from scipy.stats import entropy
-    >>> rune.grad(lambda p: entropy(p))(np.array([0.5, 0.5]))
+    >>> import numpy as np, rune, scipy.stats
+    >>> rune.grad(lambda p: scipy.stats.entropy(p))(np.array([0.5, 0.5]))
     array([0., 0.])
     """
     pk = pk / np.sum(pk, axis=axis, keepdims=True)
