@@ -47,8 +47,8 @@ def load_rules_for_ufunc(ufunc):
 def public_name(obj):
     """``scipy.special.gammaln`` for SciPy's objects (their public module), else None."""
     name = getattr(obj, "__name__", None)
-    if name is None:
-        return None
+    if name is None or getattr(_sys.modules.get("numpy"), name, None) is obj:
+        return None     # NumPy's own, re-exported by SciPy (scipy.special.sinc is np.sinc)
     special = _sys.modules.get("scipy.special")
     if special is not None and getattr(special, name, None) is obj:
         return f"scipy.special.{name}"
