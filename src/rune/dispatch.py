@@ -38,10 +38,12 @@ def implements(*np_functions):
 
 
 def wrap_while_active(module, attr, make_wrapper):
-    """While a transformation is active, NumPy's modules see ``make_wrapper(original)``
-    wherever they hold ``module.attr`` (once ``module`` has been imported by anyone):
-    for NumPy's pure-Python functions that need help with traced values.  The
-    protocol layer (:mod:`rune.numpy_api`) installs and removes the wrappers."""
+    """While a transformation is active, calls of ``module.attr`` (once ``module`` has been
+    imported by anyone) in a context with a transformation go to ``make_wrapper(original)``:
+    for NumPy's and SciPy's pure-Python functions that need help with traced values.
+    NumPy's objects are replaced wherever NumPy's modules hold them, SciPy's wherever
+    any module does; ``attr`` may be ``"Class.method"`` (replaced on the class).
+    :mod:`rune.intercept` installs and removes the wrappers (``docs/interception.md``)."""
     WRAPPED.append((module, attr, make_wrapper))
 
 

@@ -72,7 +72,17 @@ def unregister(module, attr):
 
 
 def installed_sites():
-    """``(where, key)`` of every place holding a wrapper right now (for tests and docs)."""
+    """``(where, key)`` of every place holding a wrapper right now (for tests and docs).
+
+    >>> import numpy as np, rune
+    >>> from rune import intercept
+    >>> seen = []
+    >>> def f(x):
+    ...     seen.append(("numpy", "asarray") in intercept.installed_sites())
+    ...     return x * 2
+    >>> rune.grad(f)(1.0), seen, intercept.installed_sites()    # removed on exit
+    (2.0, [True], [])
+    """
     return [(getattr(ns, "__name__", None) or ns.get("__name__"), key)
             for ns, key, _, _, _ in _installed]
 
