@@ -199,3 +199,12 @@ def test_docstring_examples_run():
     for module in (rune.scipy.special, rune.scipy.stats, intercept):
         result = doctest.testmod(module)
         assert result.failed == 0 and result.attempted > 0, module.__name__
+
+
+def test_the_branch_not_taken_gives_no_nan():
+    x = np.array([0.0, 2.0])
+    g = rune.grad(lambda x: np.sum(np.where(x > 0, sc.gammaln(np.where(x > 0, x, 1.0)), 0.0)
+                                   + np.where(x > 0, sc.gammaln(x), 0.0)))(x)
+    np.testing.assert_allclose(g, [0.0, 2 * sc.psi(2.0)])
+    h = rune.hessian(lambda x: np.sum(np.where(x > 0, sc.entr(x), 0.0)))(x)
+    np.testing.assert_allclose(h, [[0.0, 0.0], [0.0, -0.5]])

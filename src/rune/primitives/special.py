@@ -18,8 +18,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.special as sc
 
-from ..core import Primitive, bind
-from ..dispatch import register_ufunc
+from ..core import bind
+from .elementwise import elementwise, elementwise_primitive
 
 __all__ = ["SPECIAL_UFUNCS", "zeta_derivative_p", "polygamma_p"]
 
@@ -29,31 +29,9 @@ SQRT_2PI = np.sqrt(2 * np.pi)
 SPECIAL_UFUNCS = {}    # ufunc -> primitive, for the names in error messages and tests
 
 
-def _ndim(x):
-    n = getattr(x, "ndim", None)
-    return np.ndim(x) if n is None else n
-
-
-def _batch(prim):
-    """Batch axes to the front, ranks aligned: the rule of every elementwise primitive."""
-    def batch(args, bdims, **params):
-        nds = [_ndim(a) - (b is not None) for a, b in zip(args, bdims)]
-        out_nd = max(nds)
-        moved = []
-        for a, b, nd in zip(args, bdims, nds):
-            if b is not None:
-                a = np.moveaxis(a, b, 0) if b != 0 else a
-                if nd < out_nd:
-                    s = np.shape(a) if not hasattr(a, "shape") else a.shape
-                    a = np.reshape(a, tuple(s[:1]) + (1,) * (out_nd - nd) + tuple(s[1:]))
-            moved.append(a)
-        return bind(prim, *moved, **params), 0
-    return batch
-
-
 def _scale(d):
-    """The rule ``g -> g * d(args, out)``: a plain product (the engine zeroes it where
-    ``g`` is a structural zero, the branch ``np.where`` did not take)."""
+    """The rule ``g -> g * d(args, out)``: a plain product (declared ``elementwise``, so
+    the engine zeroes it where ``g`` is a structural zero, whatever ``d`` is)."""
     def rule(g, out, *args):
         return g * d(*args, out)
     return rule
@@ -61,11 +39,15 @@ def _scale(d):
 
 def special(ufunc, *partials, name=None):
     """The primitive of ``ufunc`` with local derivatives ``partials`` (``d(*args, out)``)."""
-    rules = tuple(None if d is None else _scale(d) for d in partials)
-    p = Primitive(f"scipy.special.{name or ufunc.__name__}", ufunc, jvp=rules, vjp=rules)
-    p.batch = _batch(p)
-    register_ufunc(ufunc, p)
+    p = elementwise(ufunc, *partials, name=f"scipy.special.{name or ufunc.__name__}")
     SPECIAL_UFUNCS[ufunc] = p
+    return p
+
+
+def _primitive(name, impl, rules, ufunc=None):
+    p = elementwise_primitive(name, impl, jvp=rules, vjp=rules, elementwise=True, ufunc=ufunc)
+    if ufunc is not None:
+        SPECIAL_UFUNCS[ufunc] = p
     return p
 
 
@@ -121,7 +103,6 @@ def _zeta_derivative(k, s, q):
     return sign * (head + tail + corr)
 
 
-zeta_derivative_p = Primitive("scipy.special.zeta", _zeta_derivative)
 def _zeta_derivative_dq(g, out, k, s, q):
     """d/dq Z_k(s, q) = -k Z_{k-1}(s+1, q) - s Z_k(s+1, q)."""
     d = -s * bind(zeta_derivative_p, k, s + 1, q)
@@ -130,19 +111,18 @@ def _zeta_derivative_dq(g, out, k, s, q):
     return g * d
 
 
-zeta_derivative_p.jvp = zeta_derivative_p.vjp = (
-    None, lambda g, out, k, s, q: g * bind(zeta_derivative_p, k + 1, s, q),
-    _zeta_derivative_dq)
-zeta_derivative_p.batch = _batch(zeta_derivative_p)
+zeta_derivative_p = _primitive(
+    "scipy.special.zeta", _zeta_derivative,
+    (None, lambda g, out, k, s, q: g * bind(zeta_derivative_p, k + 1, s, q),
+     _zeta_derivative_dq))
 
 
 # --------------------------------------------------------------------------
 # Gamma family
 # --------------------------------------------------------------------------
 
-polygamma_p = Primitive("scipy.special.polygamma", lambda n, x: sc.polygamma(n, x))
-polygamma_p.jvp = polygamma_p.vjp = (None, _scale(lambda n, x, y: bind(polygamma_p, n + 1, x)))
-polygamma_p.batch = _batch(polygamma_p)
+polygamma_p = _primitive("scipy.special.polygamma", lambda n, x: sc.polygamma(n, x),
+                         (None, _scale(lambda n, x, y: bind(polygamma_p, n + 1, x))))
 
 
 def _trigamma(x):
@@ -247,11 +227,7 @@ def _log_or(x, fallback=1.0):
 
 def _incomplete(ufunc, nshape, d, names):
     rules = tuple(_no_derivative(ufunc.__name__, n) for n in names) + (_scale(d),)
-    p = Primitive(f"scipy.special.{ufunc.__name__}", ufunc, jvp=rules, vjp=rules)
-    p.batch = _batch(p)
-    register_ufunc(ufunc, p)
-    SPECIAL_UFUNCS[ufunc] = p
-    return p
+    return _primitive(f"scipy.special.{ufunc.__name__}", ufunc, rules, ufunc=ufunc)
 
 
 def _gamma_density(a, x, y):
