@@ -112,7 +112,7 @@ def _zeta_derivative_dq(g, out, k, s, q):
 
 
 zeta_derivative_p = _primitive(
-    "scipy.special.zeta", _zeta_derivative,
+    "scipy.special.zeta (a derivative in x)", _zeta_derivative,
     (None, lambda g, out, k, s, q: g * bind(zeta_derivative_p, k + 1, s, q),
      _zeta_derivative_dq))
 
@@ -205,7 +205,8 @@ if getattr(_ufuncs, "_zeta", None) is not None:
                              name="zeta")
 if getattr(_ufuncs, "_riemann_zeta", None) is not None:
     riemann_zeta_p = special(_ufuncs._riemann_zeta,
-                             lambda s, y: bind(zeta_derivative_p, 1, s, 1.0), name="zeta")
+                             lambda s, y: bind(zeta_derivative_p, 1, s, 1.0),
+                             name="zeta (Riemann's)")
 
 # --------------------------------------------------------------------------
 # Regularized incomplete functions: differentiable in x; their derivatives in the
