@@ -39,7 +39,7 @@ from .dispatch import WRAPPED as _ENTRIES, wrap_while_active
 __all__ = ["wrap_while_active", "unregister", "installed_sites"]
 
 # _ENTRIES: (module name, attr path, make_wrapper), registered by wrap_while_active
-_by_orig = {}        # id(original) -> (original, wrapper, everywhere)
+_by_orig = {}        # id(original) -> (original, wrapper, homes), see _in_scope
 _resolved = set()    # indices into _ENTRIES found so far
 _class_sites = []    # (class, name, original, wrapper)
 _scanned = {}        # module name -> (module, [(key, id(original))])
@@ -51,10 +51,18 @@ _SKIP = ("rune", "numpy._core._multiarray_umath")
 BEFORE_REFRESH = []  # callables run before each refresh (they may register more)
 
 
-def _everywhere(module):
-    """NumPy's objects are replaced in NumPy's modules; SciPy's (and others') in every
-    module, so ``from scipy.special import logsumexp`` in the user's module is reached."""
-    return not (module == "numpy" or module.startswith("numpy."))
+def _in_package(name, package):
+    return name == package or name.startswith(package + ".")
+
+
+def _in_scope(name, homes):
+    """Where an object is replaced: NumPy's (``homes`` None) in NumPy's modules; SciPy's
+    (and others') in the modules it was registered for and in every module outside
+    SciPy, so ``from scipy.special import logsumexp`` in the user's module is reached,
+    but not SciPy's internal modules (each place costs time at every start)."""
+    if homes is None:
+        return _in_package(name, "numpy")
+    return name in homes or not _in_package(name, "scipy")
 
 
 def unregister(module, attr):
@@ -120,11 +128,15 @@ def _resolve():
     for i, (module, attr, make_wrapper) in enumerate(_ENTRIES):
         if i in _resolved or module not in sys.modules:
             continue
-        everywhere = _everywhere(module)
         _resolved.add(i)
         obj = _lookup(module, attr)
-        if obj is None or id(obj) in _by_orig:
+        if obj is None:
             continue        # defensively: a private helper this version does not have
+        if id(obj) in _by_orig:     # registered under another module too (a re-export)
+            homes = _by_orig[id(obj)][2]
+            if homes is not None:
+                homes.add(module)
+            continue
         wrapper = _guard(obj, make_wrapper(obj))
         if "." in attr:     # a method: replaced on the class that defines it
             owner = _lookup(module, attr.rsplit(".", 1)[0])
@@ -132,11 +144,8 @@ def _resolve():
             if isinstance(owner, type) and owner.__dict__.get(key) is obj:
                 _class_sites.append((owner, key, obj, wrapper))
             continue
-        _by_orig[id(obj)] = (obj, wrapper, everywhere)
-
-
-def _in_scope(name, everywhere):
-    return everywhere or name == "numpy" or name.startswith("numpy.")
+        _by_orig[id(obj)] = (obj, wrapper,
+                             None if _in_package(module, "numpy") else {module})
 
 
 def _scan(name, mod):
