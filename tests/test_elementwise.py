@@ -99,7 +99,12 @@ def _all_primitives():
     prims = {}
     import pkgutil, importlib
     for mod in pkgutil.iter_modules(primitives.__path__):
-        m = importlib.import_module(f"rune.primitives.{mod.name}")
+        try:
+            m = importlib.import_module(f"rune.primitives.{mod.name}")
+        except ModuleNotFoundError as e:    # special.py needs SciPy, which is optional
+            if (e.name or "").split(".")[0] == "scipy":
+                continue
+            raise
         for v in vars(m).values():
             if isinstance(v, core.Primitive):
                 prims[id(v)] = v

@@ -139,17 +139,8 @@ def test_threads_exit_racing_entry_keeps_library_coercion_working():
 
 def _force_unpatch_numpy():
     """Restore NumPy's coercion functions wherever rune's wrappers were left behind."""
-    import sys
-    from rune import numpy_api
-    back = {id(patched): orig for orig, patched in numpy_api._PATCH.values()}
-    for name, mod in list(sys.modules.items()):
-        if mod is None or not (name == "numpy" or name.startswith("numpy.")):
-            continue
-        d = getattr(mod, "__dict__", None) or {}
-        for attr in list(numpy_api._PATCH):
-            v = d.get(attr)
-            if v is not None and id(v) in back:
-                d[attr] = back[id(v)]
+    from rune import intercept
+    intercept.uninstall()
 
 
 def test_numpy_namespace_identical_before_import_and_after_transformations():

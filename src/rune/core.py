@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextvars
 import itertools
 import threading
+import weakref
 import warnings
 
 import numpy as np
@@ -140,8 +141,10 @@ def top_trace(args, what):
 
 _stack: contextvars.ContextVar = contextvars.ContextVar("rune_trace_stack", default=())
 _levels = itertools.count(1)
-_active_count = 0   # all threads; the NumPy coercion patch is installed while > 0
-_count_lock = threading.Lock()
+_active_count = 0   # all threads: how many transformations are entered right now
+_count_lock = threading.RLock()
+_holders: dict = {}    # every thread's entered transformations: weakref(new_trace) -> Trace
+_installed = [False]   # is the interception (rune.intercept) installed?
 
 
 class Trace:
@@ -170,45 +173,40 @@ def active_traces():
 
 
 class new_trace:
-    """Context manager: push a new trace of class ``cls`` and pop it on exit."""
+    """Context manager: push a new trace of class ``cls`` and pop it on exit.  Its entry in
+    ``_holders`` goes in first and out last: if a KeyboardInterrupt cuts this short, a
+    weak-reference callback (:func:`rune.intercept.lost`) finishes when the object dies."""
 
-    __slots__ = ("trace", "token")
+    __slots__ = ("trace", "token", "ref", "__weakref__")
 
     def __init__(self, cls, *args):
         self.trace = cls(*args)
 
     def __enter__(self):
-        global _active_count
+        trace = self.trace
+        ref = self.ref = weakref.ref(self, _interception["lost"])
+        _holders[ref] = trace
         stack = _stack.get()
-        self.trace.bottom = not stack
-        self.token = _stack.set(stack + (self.trace,))
-        with _count_lock:
-            if _active_count == 0:
-                _coercion_hooks[0]()
-            _active_count += 1
-        return self.trace
+        trace.bottom = not stack
+        self.token = _stack.set(stack + (trace,))
+        _interception["sync"]()
+        return trace
 
     def __exit__(self, *exc):
-        global _active_count
         trace = self.trace
         trace.active = False
         top = _stack.get()
         _stack.reset(self.token)
-        with _count_lock:
-            _active_count -= 1
-            if _active_count == 0:
-                _coercion_hooks[1]()
+        _interception["sync"](self.ref)     # drops the entry last, under the lock
+        self.ref = None                     # (so that the callback is not called)
         if (not top or top[-1] is not trace) and exc[0] is None:
             raise RuntimeError("rune: transformation levels were popped out of order")
         return False
 
 
-def _noop():
-    pass
-
-
-# (install, uninstall) of the NumPy coercion patch; set by rune.numpy_api.
-_coercion_hooks = [_noop, _noop]
+# (install, uninstall) of the interception, and its bookkeeping; set by rune.intercept.
+_coercion_hooks = [lambda: None, lambda: None]
+_interception = {"sync": lambda leaving=None: None, "lost": lambda ref: None}
 
 
 # --------------------------------------------------------------------------

@@ -8,6 +8,8 @@ implement (:func:`register_ufunc`), the NumPy surface registers the functions
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from .core import Tracer, TracerConversionError, _np_asarray
@@ -38,10 +40,12 @@ def implements(*np_functions):
 
 
 def wrap_while_active(module, attr, make_wrapper):
-    """While a transformation is active, NumPy's modules see ``make_wrapper(original)``
-    wherever they hold ``module.attr`` (once ``module`` has been imported by anyone):
-    for NumPy's pure-Python functions that need help with traced values.  The
-    protocol layer (:mod:`rune.numpy_api`) installs and removes the wrappers."""
+    """While a transformation is active, calls of ``module.attr`` (once ``module`` has been
+    imported by anyone) in a context with a transformation go to ``make_wrapper(original)``:
+    for NumPy's and SciPy's pure-Python functions that need help with traced values.
+    NumPy's objects are replaced wherever NumPy's modules hold them, SciPy's wherever
+    any module does; ``attr`` may be ``"Class.method"`` (replaced on the class).
+    :mod:`rune.intercept` installs and removes the wrappers (``docs/interception.md``)."""
     WRAPPED.append((module, attr, make_wrapper))
 
 
@@ -94,3 +98,22 @@ def asarray_traced(obj):
             return _np_asarray(obj)
         return np.stack([asarray_traced(o) for o in obj])
     return obj
+
+
+def public_name(obj):
+    """``scipy.special.gammaln`` for SciPy's objects (their public module), else None."""
+    name = getattr(obj, "__name__", None)
+    if name is None or getattr(sys.modules.get("numpy"), name, None) is obj:
+        return None     # NumPy's own, re-exported by SciPy (scipy.special.sinc is np.sinc)
+    special = sys.modules.get("scipy.special")
+    if special is not None and getattr(special, name, None) is obj:
+        return f"scipy.special.{name}"
+    mod = getattr(obj, "__module__", None) or ""
+    if mod == "scipy" or mod.startswith("scipy."):
+        parts = []
+        for p in mod.split("."):
+            if p.startswith("_"):
+                break
+            parts.append(p)
+        return ".".join(parts + [name])
+    return None

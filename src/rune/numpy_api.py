@@ -10,8 +10,9 @@ Traced values reach rune through NumPy's own protocols:
 * operators, methods and attributes, installed on :class:`rune.core.Tracer`
   by :func:`install` (operators bind their primitive directly: the hot path);
 * ``np.asarray``/``np.asanyarray``/``np.array`` (which NumPy does not let a
-  type intercept): while any transformation is active these names in the
-  ``numpy`` module are wrapped so that a traced value comes back traced.
+  type intercept): while any transformation is active, NumPy's modules hold
+  guarded wrappers so that a traced value comes back traced; the wrappers and
+  their containment are :mod:`rune.intercept`'s (``docs/interception.md``).
 
 Rule modules register entries with :func:`register_ufunc` and
 :func:`implements`.
@@ -27,6 +28,8 @@ import numpy as np
 
 from . import core, views
 from .core import Tracer, bind, TracerConversionError
+from . import intercept as _intercept  # noqa: F401  (installs and removes the wrappers)
+from . import scipy as _scipy
 
 __all__ = ["UFUNCS", "FUNCTIONS", "implements", "register_ufunc", "install"]
 
@@ -58,6 +61,8 @@ def array_ufunc(self, ufunc, method, *inputs, **kwargs):
                     inputs = [_as_operand(x) for x in inputs]
                     break
             return handler(*inputs)
+    if ufunc not in UFUNCS and _scipy.load_rules_for_ufunc(ufunc):   # scipy.special: rules
+        return array_ufunc(self, ufunc, method, *inputs, **kwargs)   # loaded lazily
     # ufunc methods, keywords and out= (a write into a traced buffer): rune.numpy.ufunc_methods
     return FUNCTIONS["ufunc_method"](ufunc, method, inputs, kwargs)
 
@@ -88,9 +93,17 @@ def array_function(self, func, types, args, kwargs):
             f"{transformation_name((args, kwargs))} (inner cause: {e})") from e
 
 
+def _ufunc_name(ufunc):
+    """``np.sin``, or ``scipy.special.gammaln`` for SciPy's ufuncs (in error messages)."""
+    return _scipy.public_name(ufunc) or f"np.{ufunc.__name__}"
+
+
 def _func_name(func):
     mod = getattr(func, "__module__", "") or ""
     name = getattr(func, "__name__", repr(func))
+    scipy_name = _scipy.public_name(func)
+    if scipy_name is not None:
+        return scipy_name
     if "linalg" in mod:
         return f"np.linalg.{name}"
     if "fft" in mod:
@@ -163,32 +176,24 @@ def _asfortranarray(a, dtype=None, *args, **kwargs):
     return _np_asfortranarray(a, dtype, *args, **kwargs)
 
 
-# (module, attribute) -> (original, wrapper) for what wrap_while_active registered: keyed by
-# module too, since two modules may register the same name (numpy's and scipy's convolve)
-_LAZY_PATCH: dict = {}
-
-_PATCH = {"asarray": (_np_asarray, _asarray),
-          "asanyarray": (_np_asanyarray, _asanyarray),
-          "array": (_np_array, _array),
-          "ascontiguousarray": (_np_ascontiguousarray, _ascontiguousarray),
-          "asfortranarray": (_np_asfortranarray, _asfortranarray)}
-
-
-_sites = []          # (module dict, name, original, patched)
-_sites_seen = [None]  # _sites_key() when _sites was computed
-
-
-_LAZY = WRAPPED      # (module name, attribute, make_wrapper), see wrap_while_active
 # rune's SciPy surfaces, imported (they register with wrap_while_active) once the user's
 # code has imported the SciPy module: SciPy stays optional and out of ``import rune``
 _SCIPY_SURFACES = {"scipy.linalg": "rune.scipy.linalg", "scipy.signal": "rune.scipy.signal"}
 
 
-def _sites_key():
-    """What the places to patch depend on: the modules, the registrations, and the names
-    of ``__main__`` (a script's or a notebook's ``from scipy.linalg import ...``)."""
-    main = getattr(sys.modules.get("__main__"), "__dict__", None)
-    return len(sys.modules), len(_LAZY), len(main) if main is not None else 0
+def _import_scipy_surfaces():
+    for module, surface in list(_SCIPY_SURFACES.items()):
+        if module in sys.modules:
+            del _SCIPY_SURFACES[module]
+            importlib.import_module(surface)
+
+
+_intercept.BEFORE_REFRESH.append(_import_scipy_surfaces)
+
+for _name, _impl in (("asarray", _asarray), ("asanyarray", _asanyarray), ("array", _array),
+                     ("ascontiguousarray", _ascontiguousarray),
+                     ("asfortranarray", _asfortranarray)):
+    wrap_while_active("numpy", _name, lambda orig, impl=_impl: impl)
 
 
 def _lists_of_traced(orig, np_func=None):
@@ -203,62 +208,6 @@ def _lists_of_traced(orig, np_func=None):
         return orig(obj, *args, **kwargs)
     wrapper.__wrapped__ = orig
     return wrapper
-
-
-def _coercion_sites():
-    """Every place in NumPy's own modules (and ``numpy`` itself) that holds one of the
-    coercion functions, so NumPy's pure-Python implementations see traced values too, and
-    every place that holds one of SciPy's functions that rune registered."""
-    if _sites_seen[0] != _sites_key():
-        for module, surface in list(_SCIPY_SURFACES.items()):
-            if module in sys.modules:
-                del _SCIPY_SURFACES[module]
-                importlib.import_module(surface)
-        for module, attr, make_wrapper in _LAZY:
-            mod = sys.modules.get(module)
-            if mod is not None and (module, attr) not in _LAZY_PATCH:
-                orig = getattr(mod, attr)
-                _LAZY_PATCH[module, attr] = (orig, make_wrapper(orig))
-        by_id = {id(orig): patched for orig, patched in
-                 list(_PATCH.values()) + list(_LAZY_PATCH.values())}
-        # SciPy's functions are replaced in the module they are registered for
-        # (``scipy.linalg``) and wherever a module outside SciPy holds them (the user's,
-        # after ``from scipy.linalg import cho_solve``), not in SciPy's internal modules
-        # (each place costs time at every transformation's start); NumPy's coercion
-        # functions in NumPy's own modules
-        scipy_attrs = {attr for module, attr in _LAZY_PATCH if module.startswith("scipy")}
-        scipy_public = {module for module, _, _ in _LAZY if module.startswith("scipy")}
-        all_attrs = set(_PATCH) | {attr for _, attr in _LAZY_PATCH}
-        found = []
-        for name, mod in list(sys.modules.items()):
-            if mod is None or name == "numpy._core._multiarray_umath":
-                continue
-            if name == "numpy" or name.startswith("numpy."):
-                attrs = all_attrs
-            elif name.startswith("scipy.") and name not in scipy_public:
-                continue
-            else:
-                attrs = scipy_attrs
-            d = getattr(mod, "__dict__", None)
-            if not d or not attrs:
-                continue
-            for attr in d.keys() & attrs:     # (one C-level lookup per attribute)
-                v = d.get(attr)
-                if v is not None and id(v) in by_id:
-                    found.append((d, attr, v, by_id[id(v)]))
-        _sites[:] = found
-        _sites_seen[0] = _sites_key()
-    return _sites
-
-
-def _install_coercion():
-    for d, attr, _, patched in _coercion_sites():
-        d[attr] = patched
-
-
-def _uninstall_coercion():
-    for d, attr, orig, _ in _sites:
-        d[attr] = orig
 
 
 # --------------------------------------------------------------------------
@@ -387,11 +336,12 @@ def _sort_inplace(self, axis=-1, kind=None, order=None):
     self._assign(np.sort(self, axis=axis))
 
 
-wrap_while_active("numpy._core.fromnumeric", "_wrapreduction", _lists_of_traced)
-wrap_while_active("numpy._core.fromnumeric", "_wrapfunc", _lists_of_traced)
-for _name, _np_func in (("_mean", np.mean), ("_var", np.var), ("_std", np.std)):
-    wrap_while_active("numpy._core._methods", _name,
-                      lambda orig, f=_np_func: _lists_of_traced(orig, f))
+# Private helpers: their modules moved from numpy.core to numpy._core in NumPy 2, and a
+# name this version lacks is skipped (rune.intercept looks them up defensively).
+for _core in ("numpy._core", "numpy.core"):
+    wrap_while_active(f"{_core}.fromnumeric", "_wrapreduction", _lists_of_traced)
+    wrap_while_active(f"{_core}.fromnumeric", "_wrapfunc", _lists_of_traced)
+    for _name, _np_func in (("_mean", np.mean), ("_var", np.var), ("_std", np.std)):
+        wrap_while_active(f"{_core}._methods", _name,
+                          lambda orig, f=_np_func: _lists_of_traced(orig, f))
 
-core._coercion_hooks[0] = _install_coercion
-core._coercion_hooks[1] = _uninstall_coercion

@@ -30,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import Tracer, TracerConversionError, warn_once
-from ..dispatch import (UFUNCS, FUNCTIONS, REDUCE, ACCUMULATE, OutRefusedError,
+from ..dispatch import (public_name, UFUNCS, FUNCTIONS, REDUCE, ACCUMULATE, OutRefusedError,
                         transformation_name)
 from ..primitives.scatter import scatter_add
 
@@ -46,7 +46,8 @@ _MANY_ROUNDS = 16
 
 
 def _name(ufunc):
-    return f"np.{ufunc.__name__}"
+    """``np.sin``, or ``scipy.special.gammaln`` for SciPy's ufuncs (in error messages)."""
+    return public_name(ufunc) or f"np.{ufunc.__name__}"
 
 
 def _shape(x):

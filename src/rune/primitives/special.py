@@ -1,0 +1,257 @@
+"""Primitives for ``scipy.special``'s ufuncs, each with its local derivatives.
+
+SciPy's special functions are NumPy ufuncs, so ``__array_ufunc__`` hands them to
+rune like ``np.sin``.  Each primitive is one line: the ufunc and its local
+derivative per argument, ``d(*args, out)``, written with ufuncs on traced values
+(so derivatives of every order follow), JVP and VJP both ``g * d``.  ``None`` marks
+an argument without a derivative (``polygamma``'s order ``n``).  Where ``g`` is a
+structural zero the engine makes the product zero whatever ``d`` is.
+
+This module imports SciPy and is itself imported lazily (by
+:mod:`rune.scipy.special`, when a traced value first meets one of these ufuncs):
+``import rune`` never imports SciPy.  It imports only :mod:`rune.core`,
+:mod:`rune.dispatch` and NumPy/SciPy.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.special as sc
+
+from ..core import bind
+from .elementwise import elementwise, elementwise_primitive
+
+__all__ = ["SPECIAL_UFUNCS", "zeta_derivative_p", "polygamma_p"]
+
+SQRT_PI = np.sqrt(np.pi)
+SQRT_2PI = np.sqrt(2 * np.pi)
+
+SPECIAL_UFUNCS = {}    # ufunc -> primitive, for the names in error messages and tests
+
+
+def _scale(d):
+    """The rule ``g -> g * d(args, out)``: a plain product (declared ``elementwise``, so
+    the engine zeroes it where ``g`` is a structural zero, whatever ``d`` is)."""
+    def rule(g, out, *args):
+        return g * d(*args, out)
+    return rule
+
+
+def special(ufunc, *partials, name=None, uses=("args", "out")):
+    """The primitive of ``ufunc`` with local derivatives ``partials`` (``d(*args, out)``);
+    ``uses``: what the partials read (the tape's residuals), by default the arguments and
+    the output."""
+    p = elementwise(ufunc, *partials, name=f"scipy.special.{name or ufunc.__name__}",
+                    uses=uses)
+    SPECIAL_UFUNCS[ufunc] = p
+    return p
+
+
+def _primitive(name, impl, rules, ufunc=None):
+    p = elementwise_primitive(name, impl, jvp=rules, vjp=rules, elementwise=True, ufunc=ufunc,
+                              residuals=("args", "out"))
+    if ufunc is not None:
+        SPECIAL_UFUNCS[ufunc] = p
+    return p
+
+
+# --------------------------------------------------------------------------
+# Hurwitz zeta and its derivatives: Z_k(s, q) = d^k/ds^k zeta(s, q)
+# --------------------------------------------------------------------------
+
+_EM_TERMS = 64      # terms summed before the Euler-Maclaurin tail
+
+
+def _zeta_derivative(k, s, q):
+    """``d^k/ds^k zeta(s, q) = (-1)^k sum_n log(n+q)^k (n+q)^-s`` (``s > 1``, ``q > 0``):
+    ``_EM_TERMS`` terms, then the tail by Euler-Maclaurin (integral, half the first
+    term, and three Bernoulli corrections), exact to rounding for ``q > 0``."""
+    k = int(np.max(k))
+    s, q = np.broadcast_arrays(np.asarray(s, float), np.asarray(q, float))
+    if k == 0:
+        return sc.zeta(s, q)
+    s_, q_ = s[..., None], q[..., None]
+    u = np.arange(_EM_TERMS) + q_
+    lu = np.log(u)
+    sign = (-1.0) ** k
+    head = np.sum(lu ** k * u ** -s_, axis=-1)
+    a = _EM_TERMS + q
+    la = np.log(a)
+    # integral of log(u)^k u^-s from a to infinity
+    tail = np.zeros_like(a)
+    fact = 1.0
+    for i in range(k + 1):
+        tail = tail + fact * la ** (k - i) / (s - 1) ** (i + 1)
+        fact *= k - i
+    tail = tail * a ** (1 - s)
+    # f(u) = log(u)^k u^-s and its odd derivatives at a, by the product rule in log
+    # terms: f^(m)(u) = u^(-s-m) * P_m(log u), P a polynomial tracked by coefficients.
+    coeffs = np.zeros((k + 1,) + a.shape)
+    coeffs[k] = 1.0                       # P_0 = L^k
+    derivs = []
+    for m in range(1, 6):
+        new = np.zeros_like(coeffs)
+        for j in range(k + 1):            # d/du [L^j u^(-s-m+1)] = (j L^(j-1) - (s+m-1) L^j) u^(-s-m)
+            new[j] = new[j] - (s + m - 1) * coeffs[j]
+            if j > 0:
+                new[j - 1] = new[j - 1] + j * coeffs[j]
+        coeffs = new
+        if m % 2 == 1:
+            poly = sum(coeffs[j] * la ** j for j in range(k + 1))
+            derivs.append(poly * a ** (-s - m))
+    f_a = la ** k * a ** -s
+    bern = (1 / 6, -1 / 30, 1 / 42)       # B2, B4, B6
+    corr = f_a / 2
+    for (b, fac), d in zip(zip(bern, (2, 24, 720)), derivs):
+        corr = corr - b / fac * d
+    return sign * (head + tail + corr)
+
+
+def _zeta_derivative_dq(g, out, k, s, q):
+    """d/dq Z_k(s, q) = -k Z_{k-1}(s+1, q) - s Z_k(s+1, q)."""
+    d = -s * bind(zeta_derivative_p, k, s + 1, q)
+    if k > 0:
+        d = d - k * bind(zeta_derivative_p, k - 1, s + 1, q)
+    return g * d
+
+
+zeta_derivative_p = _primitive(
+    "scipy.special.zeta (a derivative in x)", _zeta_derivative,
+    (None, lambda g, out, k, s, q: g * bind(zeta_derivative_p, k + 1, s, q),
+     _zeta_derivative_dq))
+
+
+# --------------------------------------------------------------------------
+# Gamma family
+# --------------------------------------------------------------------------
+
+polygamma_p = _primitive("scipy.special.polygamma", lambda n, x: sc.polygamma(n, x),
+                         (None, _scale(lambda n, x, y: bind(polygamma_p, n + 1, x))))
+
+
+def _trigamma(x):
+    return bind(polygamma_p, 1, x)
+
+
+gammaln_p = special(sc.gammaln, lambda x, y: sc.psi(x))
+psi_p = special(sc.psi, lambda x, y: _trigamma(x))
+gamma_p = special(sc.gamma, lambda x, y: y * sc.psi(x))
+loggamma_p = special(sc.loggamma, lambda x, y: sc.psi(x))
+rgamma_p = special(sc.rgamma, lambda x, y: -y * sc.psi(x))
+beta_p = special(sc.beta, lambda a, b, y: y * (sc.psi(a) - sc.psi(a + b)),
+                 lambda a, b, y: y * (sc.psi(b) - sc.psi(a + b)))
+betaln_p = special(sc.betaln, lambda a, b, y: sc.psi(a) - sc.psi(a + b),
+                   lambda a, b, y: sc.psi(b) - sc.psi(a + b))
+
+# --------------------------------------------------------------------------
+# Error function and the normal distribution
+# --------------------------------------------------------------------------
+
+erf_p = special(sc.erf, lambda x, y: 2 / SQRT_PI * np.exp(-x * x))
+erfc_p = special(sc.erfc, lambda x, y: -2 / SQRT_PI * np.exp(-x * x))
+erfinv_p = special(sc.erfinv, lambda x, y: SQRT_PI / 2 * np.exp(y * y))
+erfcinv_p = special(sc.erfcinv, lambda x, y: -SQRT_PI / 2 * np.exp(y * y))
+ndtr_p = special(sc.ndtr, lambda x, y: np.exp(-x * x / 2) / SQRT_2PI)
+ndtri_p = special(sc.ndtri, lambda x, y: SQRT_2PI * np.exp(y * y / 2))
+log_ndtr_p = special(sc.log_ndtr, lambda x, y: np.exp(-x * x / 2 - y) / SQRT_2PI)
+
+# --------------------------------------------------------------------------
+# Logistic
+# --------------------------------------------------------------------------
+
+expit_p = special(sc.expit, lambda x, y: y * (1 - y))
+logit_p = special(sc.logit, lambda x, y: 1 / (x * (1 - x)))
+log_expit_p = special(sc.log_expit, lambda x, y: sc.expit(-x))
+
+# --------------------------------------------------------------------------
+# Information theory: 0 log 0 = 0, so the derivative in the first argument is
+# taken where it is nonzero and the one in the second is 0 where x == 0
+# --------------------------------------------------------------------------
+
+
+def _x_over(x, y):
+    return np.where(x == 0, 0.0, x / np.where(x == 0, 1.0, y))
+
+
+xlogy_p = special(sc.xlogy, lambda x, y, z: np.log(y), lambda x, y, z: _x_over(x, y))
+xlog1py_p = special(sc.xlog1py, lambda x, y, z: np.log1p(y),
+                    lambda x, y, z: _x_over(x, 1 + y))
+entr_p = special(sc.entr, lambda x, y: -np.log(x) - 1)
+rel_entr_p = special(sc.rel_entr, lambda x, y, z: np.log(x / y) + 1,
+                     lambda x, y, z: -_x_over(x, y))
+kl_div_p = special(sc.kl_div, lambda x, y, z: np.log(x / y),
+                   lambda x, y, z: 1 - _x_over(x, y))
+
+# --------------------------------------------------------------------------
+# Modified Bessel functions of order 0 and 1: i0' = i1, i1' = i0 - i1/x (1/2 at 0)
+# --------------------------------------------------------------------------
+
+
+def _i1_over_x(x, i1):
+    return np.where(x == 0, 0.5, i1 / np.where(x == 0, 1.0, x))
+
+
+i0_p = special(sc.i0, lambda x, y: sc.i1(x))
+i1_p = special(sc.i1, lambda x, y: sc.i0(x) - _i1_over_x(x, y))
+i0e_p = special(sc.i0e, lambda x, y: sc.i1e(x) - np.sign(x) * y)
+i1e_p = special(sc.i1e, lambda x, y: sc.i0e(x) - _i1_over_x(x, y) - np.sign(x) * y)
+
+# --------------------------------------------------------------------------
+# Zeta: SciPy's zeta(x, q) is a Python function calling these private ufuncs
+# (looked up defensively), so a zeta captured before the transformation works too
+# --------------------------------------------------------------------------
+
+_ufuncs = getattr(sc, "_ufuncs", None)
+if getattr(_ufuncs, "_zeta", None) is not None:
+    hurwitz_zeta_p = special(_ufuncs._zeta,
+                             lambda s, q, y: bind(zeta_derivative_p, 1, s, q),
+                             lambda s, q, y: -s * bind(zeta_derivative_p, 0, s + 1, q),
+                             name="zeta")
+if getattr(_ufuncs, "_riemann_zeta", None) is not None:
+    riemann_zeta_p = special(_ufuncs._riemann_zeta,
+                             lambda s, y: bind(zeta_derivative_p, 1, s, 1.0),
+                             name="zeta (Riemann's)")
+
+# --------------------------------------------------------------------------
+# Regularized incomplete functions: differentiable in x; their derivatives in the
+# shape parameters have no closed form, and asking for one is an error, not a zero
+# --------------------------------------------------------------------------
+
+
+def _no_derivative(fname, arg):
+    def rule(g, out, *args):
+        raise NotImplementedError(
+            f"scipy.special.{fname} has no derivative with respect to {arg} in rune (only "
+            f"with respect to x); use rune.stop_gradient on {arg} if none is wanted")
+    return rule
+
+
+def _log_or(x, fallback=1.0):
+    return np.log(np.where(x > 0, x, fallback))
+
+
+def _incomplete(ufunc, nshape, d, names):
+    rules = tuple(_no_derivative(ufunc.__name__, n) for n in names) + (_scale(d),)
+    return _primitive(f"scipy.special.{ufunc.__name__}", ufunc, rules, ufunc=ufunc)
+
+
+def _gamma_density(a, x, y):
+    return np.where(x > 0, np.exp((a - 1) * _log_or(x) - x - sc.gammaln(a)), 0.0)
+
+
+def _beta_density(a, b, x, y):
+    inside = (x > 0) & (x < 1)
+    xs = np.where(inside, x, 0.5)
+    return np.where(inside, np.exp((a - 1) * np.log(xs) + (b - 1) * np.log1p(-xs)
+                                   - sc.betaln(a, b)), 0.0)
+
+
+def _t_density(df, t, y):
+    return np.exp(sc.gammaln((df + 1) / 2) - sc.gammaln(df / 2) - 0.5 * np.log(df * np.pi)
+                  - (df + 1) / 2 * np.log1p(t * t / df))
+
+
+gammainc_p = _incomplete(sc.gammainc, 1, _gamma_density, ("a",))
+gammaincc_p = _incomplete(sc.gammaincc, 1, lambda a, x, y: -_gamma_density(a, x, y), ("a",))
+betainc_p = _incomplete(sc.betainc, 2, _beta_density, ("a", "b"))
+stdtr_p = _incomplete(sc.stdtr, 1, _t_density, ("df",))

@@ -1,0 +1,181 @@
+"""``scipy.special`` on traced values.
+
+The ufuncs (``gammaln``, ``erf``, ``xlogy``, ...) reach rune through
+``__array_ufunc__``; their primitives are in :mod:`rune.primitives.special`, which
+importing this module registers.  SciPy's Python-level functions (``logsumexp``,
+``softmax``, ``log_softmax``, ``polygamma``, ``multigammaln``, ``zeta``) coerce their
+input with ``asarray`` imported by name, so rune replaces them while a
+transformation is active (:mod:`rune.intercept`, registered in
+:mod:`rune.scipy`) by the implementations below, written with NumPy and
+``scipy.special`` calls on traced values; with no traced argument SciPy's own
+function runs.
+
+>>> import numpy as np, rune, scipy.special
+>>> from scipy.special import gammaln
+>>> float(rune.grad(gammaln)(3.0))        # digamma(3); gammaln is a ufunc
+0.9227843350984671
+>>> rune.grad(lambda x: scipy.special.logsumexp(x))(np.zeros(2))
+array([0.5, 0.5])
+
+(A Python-level function is reached where a module holds it: ``scipy.special`` or
+a module of yours that imported it; see ``docs/interception.md``.)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.special as sc
+
+from ..core import Tracer, bind, stop_leaf, _peek
+from ..dispatch import _iter_tracers
+from ..primitives import special as _prims
+from ..primitives.special import polygamma_p, zeta_derivative_p
+
+__all__ = ["logsumexp", "softmax", "log_softmax", "polygamma", "multigammaln", "zeta",
+           "REPLACEMENTS"]
+
+
+def _traced(args, kwargs):
+    return any(True for _ in _iter_tracers((args, kwargs)))
+
+
+def _shape(x):
+    return x.shape if isinstance(x, Tracer) else np.shape(x)
+
+
+def _normalize_axis(axis, nd):
+    if axis is None:
+        return tuple(range(nd))
+    axes = axis if isinstance(axis, tuple) else (axis,)
+    return tuple(int(a) % nd if nd else 0 for a in axes)
+
+
+def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):
+    """``log(sum(b * exp(a)))`` over ``axis``, shifted by the (constant) maximum; with
+    ``return_sign``, ``(log|s|, sign(s))`` as in SciPy.
+
+    >>> import numpy as np, rune, scipy.special as sc
+    >>> rune.grad(lambda a: sc.logsumexp(a, b=np.array([1.0, 3.0])))(np.zeros(2))
+    array([0.25, 0.75])
+    """
+    if type(a) in (list, tuple):
+        a = np.stack(a)
+    if b is not None:
+        if type(b) in (list, tuple):
+            b = np.stack(b)
+        a, b = np.broadcast_arrays(a, b)
+    nd = len(_shape(a))
+    axes = _normalize_axis(axis, nd)
+    if b is not None:
+        a_masked = np.where(b != 0, a, -np.inf)      # terms with b == 0 do not count
+    else:
+        a_masked = a
+    if nd == 0 or all(_shape(a)[i] > 0 for i in axes):
+        a_max = stop_leaf(np.max(a_masked, axis=axes, keepdims=True))
+    else:
+        a_max = np.zeros([1 if i in axes else n for i, n in enumerate(_shape(a))])
+    a_max = np.where(np.isfinite(a_max), a_max, 0.0)
+    e = np.exp(a - a_max)
+    if b is not None:
+        e = b * e
+    s = np.sum(e, axis=axes, keepdims=True)
+    if return_sign:
+        sign = stop_leaf(np.sign(s))
+        s = s * sign
+    with np.errstate(divide="ignore"):
+        out = np.log(s) + a_max
+    if not keepdims:
+        out = np.squeeze(out, axis=axes) if nd else out
+        if return_sign:
+            sign = np.squeeze(sign, axis=axes) if nd else sign
+    if return_sign:
+        return out, sign
+    return out
+
+
+def softmax(x, axis=None):
+    """``exp(x - logsumexp(x, axis, keepdims=True))``.
+
+    >>> import numpy as np, rune, scipy.special as sc
+    >>> rune.jacfwd(lambda x: sc.softmax(x))(np.zeros(2))
+    array([[ 0.25, -0.25],
+           [-0.25,  0.25]])
+    """
+    return np.exp(log_softmax(x, axis))
+
+
+def log_softmax(x, axis=None):
+    """``x - logsumexp(x, axis, keepdims=True)``.
+
+    >>> import numpy as np, rune, scipy.special as sc
+    >>> rune.grad(lambda x: sc.log_softmax(x)[0])(np.zeros(2))
+    array([ 0.5, -0.5])
+    """
+    if type(x) in (list, tuple):
+        x = np.stack(x)
+    return x - logsumexp(x, axis=axis, keepdims=True)
+
+
+def polygamma(n, x):
+    """The ``n``-th derivative of the digamma function (``n`` has no derivative).
+
+    >>> import rune, scipy.special as sc
+    >>> round(float(rune.grad(lambda x: sc.polygamma(1, x))(1.0)), 10)   # -2 zeta(3)
+    -2.4041138063
+    """
+    if isinstance(n, Tracer):
+        if n.dtype.kind not in "biu":
+            raise TypeError("scipy.special.polygamma: the order n must be an integer, "
+                            "it has no derivative")
+        n = stop_leaf(n)
+    return bind(polygamma_p, n, x)
+
+
+def multigammaln(a, d):
+    """The log of the multivariate gamma function of dimension ``d``.
+
+    >>> import rune, scipy.special as sc
+    >>> g = rune.grad(lambda a: sc.multigammaln(a, 2))(3.0)
+    >>> bool(abs(g - sc.digamma(3.0) - sc.digamma(2.5)) < 1e-12)
+    True
+    """
+    d = int(d)
+    if d < 1:
+        raise ValueError(f"scipy.special.multigammaln: d should be a positive integer, "
+                         f"got {d}")
+    if isinstance(a, Tracer) and np.any(_peek(a)[0] <= 0.5 * (d - 1)):    # the numbers
+        raise ValueError(f"scipy.special.multigammaln: condition a ({a}) > 0.5 * (d-1) "
+                         f"({0.5 * (d - 1)}) not met")
+    j = np.arange(d) / 2.0
+    terms = sc.gammaln(np.expand_dims(a, -1) - j)
+    return d * (d - 1) / 4 * np.log(np.pi) + np.sum(terms, axis=-1)
+
+
+def zeta(x, q=None):
+    """The Hurwitz zeta function ``sum_n (n + q)^-x`` (Riemann's for ``q=None``),
+    differentiable in ``x`` and ``q``.
+
+    >>> import rune, scipy.special as sc
+    >>> round(float(rune.grad(lambda q: sc.zeta(2.0, q))(1.0)), 10)   # -2 zeta(3)
+    -2.4041138063
+    """
+    if q is None:
+        if not isinstance(x, Tracer):
+            return sc.zeta(x)
+        q = 1.0
+    return bind(zeta_derivative_p, 0, x, q)
+
+
+def _gate(fn):
+    """SciPy's own function unless a traced value is among the arguments."""
+    def call(orig, *args, **kwargs):
+        if _traced(args, kwargs):
+            return fn(*args, **kwargs)
+        return orig(*args, **kwargs)
+    return call
+
+
+REPLACEMENTS = {name: _gate(globals()[name]) for name in
+                ("logsumexp", "softmax", "log_softmax", "polygamma", "multigammaln", "zeta")}
+
+del _prims

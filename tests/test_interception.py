@@ -1,0 +1,242 @@
+"""The interception of np.asarray & co. and SciPy's functions is contained
+(rune.intercept, docs/interception.md): other threads, forked children, modules
+imported mid-transformation and interrupted transformations see NumPy as it is."""
+
+import _thread
+import gc
+import os
+import pickle
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import rune
+from rune import core, intercept, numpy_api
+from numpy._core import _multiarray_umath as _mu
+
+ORIGINALS = {"asarray": _mu.asarray, "array": _mu.array, "asanyarray": _mu.asanyarray}
+
+
+def assert_pristine():
+    for name, orig in ORIGINALS.items():
+        assert getattr(np, name) is orig, name
+    assert core.active_traces() == ()
+    assert not core._holders and core._active_count == 0
+    assert not intercept._installed
+
+
+class InsideGrad:
+    """Runs rune.grad in a thread and holds it inside the transformation until released."""
+
+    def __init__(self):
+        self.inside, self.release = threading.Event(), threading.Event()
+        self.result = None
+
+    def f(self, x):
+        self.inside.set()
+        assert self.release.wait(10)
+        return np.sum(np.asarray(x) ** 2)
+
+    def __enter__(self):
+        self.thread = threading.Thread(
+            target=lambda: setattr(self, "result", rune.grad(self.f)(np.array([1.0, 2.0]))))
+        self.thread.start()
+        assert self.inside.wait(10)
+        return self
+
+    def __exit__(self, *exc):
+        self.release.set()
+        self.thread.join(10)
+        np.testing.assert_allclose(self.result, [2.0, 4.0])
+
+
+def test_other_threads_call_numpy_directly_while_one_transforms(monkeypatch):
+    scanned = []
+    real = numpy_api._contains_tracer
+    monkeypatch.setattr(numpy_api, "_contains_tracer",
+                        lambda obj, depth=0: scanned.append(1) or real(obj, depth))
+    with InsideGrad():
+        assert np.asarray is not ORIGINALS["asarray"]      # installed, process-wide
+        out = {}
+        worker = threading.Thread(target=lambda: out.update(
+            a=np.array([1.0] * 1000), b=np.asarray([[1, 2]]), c=np.asanyarray(3.0)))
+        worker.start()
+        worker.join(10)
+        assert type(out["a"]) is np.ndarray and out["a"].shape == (1000,)
+        assert out["b"].dtype == np.int_ and out["c"].ndim == 0
+        assert scanned == [], "a thread with no transformation looked inside its list"
+    assert_pristine()
+
+
+def test_pickle_of_numpy_functions_works_while_another_thread_transforms():
+    with InsideGrad():
+        out = {}
+
+        def worker():
+            for f in (np.asarray, np.array, np.asanyarray, np.mean):
+                out[f.__name__] = pickle.loads(pickle.dumps(f))
+
+        t = threading.Thread(target=worker)
+        t.start()
+        t.join(10)
+        assert set(out) == {"asarray", "array", "asanyarray", "mean"}
+        np.testing.assert_array_equal(out["asarray"]([1, 2]), [1, 2])
+    assert_pristine()
+
+
+def test_wrappers_look_like_the_originals():
+    seen = {}
+
+    def f(x):
+        seen.update(name=np.asarray.__name__, module=np.asarray.__module__,
+                    wrapped=np.asarray.__wrapped__)
+        return x * 2
+
+    rune.grad(f)(1.0)
+    assert seen == {"name": "asarray", "module": "numpy", "wrapped": ORIGINALS["asarray"]}
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_forked_child_sees_the_originals():
+    with InsideGrad():
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:      # the child: no transformation of its own
+            ok = (np.asarray is ORIGINALS["asarray"] and np.array is ORIGINALS["array"]
+                  and not core._holders)
+            os.write(w, b"1" if ok else b"0")
+            os._exit(0)
+        os.close(w)
+        got = os.read(r, 1)
+        os.close(r)
+        os.waitpid(pid, 0)
+    assert got == b"1"
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_fork_inside_a_transformation_keeps_it_working_in_the_child():
+    def f(x):
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                y = np.sum(np.asarray(x) ** 3)       # still traced in the child
+                g = rune.grad(lambda z: np.sum(np.asarray(z) ** 2))(np.array([3.0]))
+                ok = g[0] == 6.0
+                os.write(w, b"1" if ok else b"0")
+            finally:
+                os._exit(0)
+        os.close(w)
+        got = os.read(r, 1)
+        os.close(r)
+        os.waitpid(pid, 0)
+        assert got == b"1"
+        return np.sum(np.asarray(x) ** 3)
+
+    np.testing.assert_allclose(rune.grad(f)(np.array([2.0])), [12.0])
+
+
+def test_module_imported_during_a_transformation_keeps_the_originals(tmp_path, monkeypatch):
+    (tmp_path / "rune_mid_import_mod.py").write_text(textwrap.dedent("""
+        import numpy as np
+        from numpy import asarray
+        narray = np.array
+
+        def norm2(x):
+            return np.sum(np.asarray(x) ** 2)
+    """))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    sys.modules.pop("rune_mid_import_mod", None)
+
+    def f(x):
+        import rune_mid_import_mod as m
+        return m.norm2(x)
+
+    np.testing.assert_allclose(rune.grad(f)(np.array([1.0, 2.0])), [2.0, 4.0])
+    import rune_mid_import_mod as m
+    assert m.asarray is ORIGINALS["asarray"] and m.narray is ORIGINALS["array"]
+    np.testing.assert_allclose(rune.grad(m.norm2)(np.array([3.0])), [6.0])
+    assert m.asarray is ORIGINALS["asarray"]
+    sys.modules.pop("rune_mid_import_mod", None)
+
+
+def test_numpy_modules_first_imported_during_a_transformation_in_a_fresh_process():
+    code = textwrap.dedent("""
+        import sys, numpy as np, rune
+        from numpy._core import _multiarray_umath as mu
+        fresh = [m for m in ("numpy.fft", "numpy.ma") if m not in sys.modules]
+        def f(x):
+            import numpy.fft, numpy.ma
+            return x * 2
+        rune.grad(f)(1.0)
+        import numpy.fft._pocketfft as p, numpy.ma.core as mc
+        assert p.asarray is mu.asarray, p.asarray
+        assert mc.narray is mu.array, mc.narray
+        print("ok", fresh)
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("ok"), out.stdout
+
+
+def test_asynchronous_keyboard_interrupt_leaves_nothing_behind():
+    def f(x):
+        for _ in range(30):
+            x = rune.grad(lambda y: np.sum(np.asarray(y) * np.tanh(y)))(x)
+        return np.sum(x)
+
+    x0 = np.linspace(0.1, 1.0, 5)
+    start = time.perf_counter()
+    rune.vmap(rune.grad(f))(x0[None])
+    dur = time.perf_counter() - start
+    interrupted = 0
+    for i in range(60):
+        fired = threading.Event()
+        timer = threading.Timer(dur * (i + 0.5) / 60,
+                                lambda: (_thread.interrupt_main(), fired.set()))
+        try:
+            timer.start()
+            rune.vmap(rune.grad(f))(x0[None])
+            assert fired.wait(10)
+            for _ in range(1000):     # a late interrupt lands here, outside rune
+                time.sleep(0.001)
+        except KeyboardInterrupt:
+            interrupted += 1
+        timer.join()
+        gc.collect()
+        assert_pristine()
+    assert interrupted > 30
+
+
+def test_missing_private_helpers_are_skipped():
+    intercept.wrap_while_active("numpy._core.fromnumeric", "_no_such_helper_in_numpy",
+                                lambda orig: orig)
+    intercept.wrap_while_active("numpy._no_such_module", "asarray", lambda orig: orig)
+    try:
+        assert rune.grad(lambda x: np.mean(np.asarray([x, x])))(2.0) == 1.0
+    finally:
+        intercept.unregister("numpy._core.fromnumeric", "_no_such_helper_in_numpy")
+        intercept.unregister("numpy._no_such_module", "asarray")
+
+
+def test_a_replacement_made_during_a_transformation_is_left_alone():
+    sentinel = lambda *a, **k: "replaced"     # noqa: E731
+    saved = np.asanyarray
+
+    def f(x):
+        np.asanyarray = sentinel             # someone else patches NumPy meanwhile
+        return x * 2
+
+    try:
+        rune.grad(f)(1.0)
+        assert np.asanyarray is sentinel     # restored by identity: not ours, left alone
+    finally:
+        np.asanyarray = saved
+    assert np.asanyarray is ORIGINALS["asanyarray"]
