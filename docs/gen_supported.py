@@ -2,9 +2,7 @@
 
 import pathlib
 
-import numpy as np
 
-import rune
 from rune import core
 from rune.dispatch import FUNCTIONS, UFUNCS, REDUCE, ACCUMULATE
 from rune.numpy_api import _func_name

@@ -90,8 +90,8 @@ def _perturb(args, in_tree, leaves, j, v, eps):
 
 def _failure(what, path, err, tol, order):
     return (err / tol if tol else float("inf"),
-            f"check_grads: {what} at {path} (derivative of order {order}): error {err:.3e} exceeds the "
-            f"tolerance {tol:.3e}")
+            f"check_grads: {what} at {path} (derivative of order {order}): error {err:.3e} "
+            f"exceeds the tolerance {tol:.3e}")
 
 
 def _compare_elems(a, b, rtol, atol):
@@ -149,8 +149,8 @@ def check_grads(f, *args, order=2, modes=("fwd", "rev"), eps=None, rtol=None, at
         v = _random_like(leaves[j], rng)
         plus = f(*_perturb(args, in_tree, leaves, j, v, eps))
         minus = f(*_perturb(args, in_tree, leaves, j, v, -eps))
-        fd = tree_util.map(lambda p, m: (np.asarray(p, np.complex128) - np.asarray(m, np.complex128))
-                           / (2 * eps), plus, minus)
+        fd = tree_util.map(lambda p, m: (np.asarray(p, np.complex128)
+                                         - np.asarray(m, np.complex128)) / (2 * eps), plus, minus)
         tangents = tree_util.unflatten(in_tree, [
             v if k == j else (tree_util.map(np.zeros_like, x) if is_diff_leaf(x) else x)
             for k, x in enumerate(leaves)])
