@@ -16,6 +16,9 @@ the results (warning once, and suggesting ``np.where``), or raises
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 
 from . import tree as tree_util
@@ -36,6 +39,7 @@ from .core import (
 )
 from .dispatch import NeedsPerExample, FUNCTIONS
 from .primitives.backends import is_duck_array
+from .typing import AxisSpec, P
 
 __all__ = ["vmap", "moveaxis_to", "NeedsPerExample"]
 
@@ -242,7 +246,9 @@ def _check_axes_tree(axes, what):
                             + ("" if x is axes else f" inside {axes!r}"))
 
 
-def vmap(f, in_axes=0, out_axes=0, axis_size=None, strict=False, chunk_size=None):
+def vmap(f: Callable[P, Any], in_axes: AxisSpec = 0, out_axes: AxisSpec = 0,
+         axis_size: int | None = None, strict: bool = False,
+         chunk_size: int | None = None) -> Callable[P, Any]:
     """Vectorize ``f`` over a batch axis of its arguments.
 
     ``in_axes`` is an int, ``None`` (not mapped) or a tree prefix of the
@@ -499,7 +505,7 @@ def vmap(f, in_axes=0, out_axes=0, axis_size=None, strict=False, chunk_size=None
 
     vmapped.__name__ = f"vmap({fn_name})"
     vmapped.__qualname__ = vmapped.__name__
-    vmapped.__wrapped__ = f
+    vmapped.__wrapped__ = f  # type: ignore[attr-defined]
     return vmapped
 
 
