@@ -12,8 +12,10 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 def test_supported_md_lists_every_registered_function():
     text = (ROOT / "docs" / "supported.md").read_text()
+    # the table is generated with the newest NumPy; np.trapz (gone in NumPy 2.4) is
+    # registered only where it still exists, as an alias of the listed np.trapezoid
     missing = [_func_name(f) for f in FUNCTIONS if not isinstance(f, str)
-               and f"`{_func_name(f)}`" not in text]
+               and f"`{_func_name(f)}`" not in text and _func_name(f) != "np.trapz"]
     missing += [f"np.{u.__name__}" for u in UFUNCS if f"`np.{u.__name__}`" not in text]
     assert missing == [], "run python docs/gen_supported.py"
 

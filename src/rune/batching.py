@@ -259,18 +259,31 @@ def vmap(f: Callable[P, Any], in_axes: AxisSpec = 0, out_axes: AxisSpec = 0,
 
     Python control flow on a batched value (``if x > 0``, ``float(x)``, a
     boolean mask whose size depends on the data) cannot run on the whole
-    batch: vmap then runs ``f`` once per example and stacks the results, with
-    a :class:`rune.PerformanceWarning` suggesting ``np.where``; with
-    ``strict=True`` it raises :class:`rune.BatchedControlFlowError` instead.
-    ``chunk_size=k`` runs at most ``k`` examples at a time and concatenates
-    the results (bounded memory for big batches and Jacobians, as in
-    ``torch.func``).
+    batch: vmap then runs ``f`` once per example and stacks the results (the
+    *fallback*: right, slower), with a :class:`rune.PerformanceWarning`
+    suggesting ``np.where``, issued through :func:`warnings.warn` so the user's
+    filters decide how often it shows; with ``strict=True`` it raises
+    :class:`rune.BatchedControlFlowError` instead.  ``chunk_size=k`` runs at
+    most ``k`` examples at a time and concatenates the results (bounded memory
+    for big batches and Jacobians, as in ``torch.func``).
 
     Randomness: a ``np.random`` draw inside ``f`` happens once for the whole
     batch, with the per-example shape, so every example sees the same numbers
     (torch.func's ``randomness="same"``).  For different numbers per example,
     draw them outside with the batch dimension and pass them in:
     ``vmap(f)(xs, rng.standard_normal((len(xs),) + shape))``.
+
+    Args:
+        f: the function of one example; its arguments and result are trees.
+        in_axes: the mapped axis of each argument: an int, ``None`` or a tree prefix.
+        out_axes: where the batch axis goes in each output: an int, ``None`` (an
+            output that does not depend on the batch) or a tree prefix.
+        axis_size: the batch size, needed only when no argument is mapped.
+        strict: raise instead of running per example (see above).
+        chunk_size: at most this many examples at a time (``None``: all at once).
+
+    Returns:
+        A function with ``f``'s parameters, taking batched arguments.
 
     >>> import numpy as np, rune
     >>> rune.vmap(lambda x, y: x @ y, in_axes=(0, None))(np.ones((3, 2)), np.ones(2))

@@ -65,6 +65,11 @@ def jacrev(f: Callable[P, Any], argnums: ArgNums = 0, has_aux: bool = False,
     """The Jacobian of ``f`` by reverse mode (one pullback per output element, vmapped;
     ``chunk_size`` bounds how many at a time).
 
+    For an output of shape ``O`` and an input of shape ``I`` the block has shape
+    ``O + I``; trees give a tree of the output's structure with leaves of the
+    input's.  ``argnums`` and ``allow_int`` as in :func:`rune.grad`; with ``has_aux``, ``f``
+    returns ``(out, aux)`` and the result is ``(jacobian, aux)``.
+
     >>> import numpy as np, rune
     >>> rune.jacrev(lambda x: x ** 2)(np.array([1.0, 2.0]))
     array([[2., 0.],
@@ -110,6 +115,9 @@ def jacfwd(f: Callable[P, Any], argnums: ArgNums = 0, has_aux: bool = False,
            chunk_size: int | None = None, allow_int: bool = False) -> Callable[P, Any]:
     """The Jacobian of ``f`` by forward mode (one JVP per input element, vmapped;
     ``chunk_size`` bounds how many at a time).
+
+    Shapes, ``argnums`` and ``has_aux`` as in :func:`rune.jacrev`; cheaper than
+    it when the inputs have fewer elements than the outputs.
 
     >>> import numpy as np, rune
     >>> rune.jacfwd(lambda x: np.sin(x))(np.array([0.0]))
