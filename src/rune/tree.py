@@ -24,9 +24,7 @@ import functools
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from .typing import PyTree
-
-IsLeaf = Callable[[Any], bool] | None
+from .typing import IsLeaf, PyTree
 
 __all__ = ["flatten", "unflatten", "leaves", "structure", "map", "register",
            "TreeDef", "flatten_with_paths", "leaf_paths", "map_with_path", "leaves_with_path",

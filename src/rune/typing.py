@@ -21,10 +21,10 @@ with a ``ParamSpec``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, ParamSpec, TypeAlias, TypeVar
 
-__all__ = ["PyTree", "ArgNums", "AxisSpec", "P", "R", "T"]
+__all__ = ["PyTree", "ArgNums", "AxisSpec", "IsLeaf", "P", "R", "T"]
 
 #: A nested container of arrays (see the module docstring): statically ``Any``.
 PyTree: TypeAlias = Any
@@ -32,6 +32,8 @@ PyTree: TypeAlias = Any
 ArgNums: TypeAlias = int | Sequence[int]
 #: ``vmap``'s ``in_axes``/``out_axes``: an int, ``None``, or a tree prefix of them.
 AxisSpec: TypeAlias = Any
+#: ``is_leaf`` of the tree functions: stops flattening at the nodes it accepts.
+IsLeaf: TypeAlias = Callable[[Any], bool] | None
 
 P = ParamSpec("P")
 R = TypeVar("R")
