@@ -276,7 +276,7 @@ def _closure_inputs(fun):
 
 def _filled(cell):
     try:
-        cell.cell_contents
+        cell.cell_contents  # noqa: B018  (reading it raises on an empty cell)
     except ValueError:      # an empty cell
         return False
     return True
