@@ -140,7 +140,8 @@ def main():
     for g in grads[1:]:
         np.testing.assert_allclose(g, grads[0], rtol=1e-9)
     if "cluster-1" in results and "cluster-4" in results:
-        print(f"4 workers vs 1: {results['cluster-1']['time_s'] / results['cluster-4']['time_s']:.2f}x")
+        ratio = results['cluster-1']['time_s'] / results['cluster-4']['time_s']
+        print(f"4 workers vs 1: {ratio:.2f}x")
     print(f"load at the end {os.getloadavg()[0]:.1f}")
 
 

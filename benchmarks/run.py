@@ -788,7 +788,8 @@ def report(b, versions, started, elapsed):
             f"{elapsed:.0f} s; {b.args.rounds} rounds, budget per figure and round "
             f"{b.args.budget} s; each framework measured in a process of its own", ""]
     out += ["Each time is the median per call over all samples of all rounds (at least 7 per "
-            "round, each round after a warm-up call), the minimum in brackets. Ratios are of medians: below 1 rune is faster. "
+            "round, each round after a warm-up call), the minimum in brackets. Ratios are of "
+            "medians: below 1 rune is faster. "
             "The rune column of a *forward* row is the plain NumPy function, run with rune "
             "imported. JAX jit figures exclude compilation (listed below). The W1 rows are "
             "divided by the chain's 200 operations.", ""]

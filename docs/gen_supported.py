@@ -4,7 +4,7 @@ import pathlib
 
 import numpy as np
 
-import rune
+import rune  # noqa: F401  (registers every rule)
 from rune import core
 from rune.dispatch import FUNCTIONS, UFUNCS, REDUCE, ACCUMULATE
 from rune.numpy_api import _func_name

@@ -212,7 +212,6 @@ def test_out_keyword_never_silently_ignored():
                 continue
             buf = np.zeros(ref.shape, ref.dtype)
             buf[...] = True if ref.dtype.kind == "b" else 7
-            keep = buf.copy()
 
             def g(x):
                 f(x, *args[1:], out=buf)

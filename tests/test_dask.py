@@ -65,7 +65,7 @@ CASES = [
     # (Dask reshapes only by splitting or merging whole chunks)
     ("reshape", lambda x: np.reshape(x, (2, 2, 2, 3)) * 2.0, (4, 6), False),
     ("transpose", lambda x: np.transpose(x) ** 2, (4, 6), False),
-    ("concat_stack", lambda x: np.stack([np.concatenate([x, x ** 2], axis=1), 
+    ("concat_stack", lambda x: np.stack([np.concatenate([x, x ** 2], axis=1),
                                          np.concatenate([x ** 3, x], axis=1)]), (4, 6), False),
     ("expand_squeeze", lambda x: np.squeeze(np.expand_dims(x, 1) ** 2, axis=1), (4, 6), False),
     ("flip", lambda x: np.flip(x, axis=-1) * x, (4, 6), False),

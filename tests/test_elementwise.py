@@ -97,7 +97,8 @@ def test_every_numpy_ufunc_has_a_rule():
 
 def _all_primitives():
     prims = {}
-    import pkgutil, importlib
+    import pkgutil
+    import importlib
     for mod in pkgutil.iter_modules(primitives.__path__):
         try:
             m = importlib.import_module(f"rune.primitives.{mod.name}")

@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 
 import rune
-from rune import core
 from rune.primitives import indexing
 from helpers import check_all_axes, check_vmap
 

@@ -70,6 +70,15 @@ PROBES = {
 # Functions with no rule and no working Python implementation yet.  Shrink it as rules land;
 # a function numerical code reaches for does not belong here for long.
 KNOWN_MISSING = {"np.histogram2d", "np.histogramdd", "np.polydiv", "np.roots"}
+# The table is generated with the newest NumPy; these exist only in older versions.
+REMOVED_SINCE = {"np.in1d", "np.trapz"}
+
+
+def _exists(name):
+    obj = np
+    for part in name.split(".")[1:]:
+        obj = getattr(obj, part, None)
+    return obj is not None
 
 
 def test_the_probes_are_the_table_s_python_implementations():
@@ -78,6 +87,8 @@ def test_the_probes_are_the_table_s_python_implementations():
 
 @pytest.mark.parametrize("name", sorted(PROBES))
 def test_numpy_python_implementation_has_right_derivatives(name):
+    if not _exists(name):
+        pytest.skip(f"{name} is not in NumPy {np.__version__}")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         rune.check_grads(PROBES[name], X, order=2)
@@ -86,7 +97,7 @@ def test_numpy_python_implementation_has_right_derivatives(name):
 def test_every_public_function_is_classified_and_missing_is_explicit():
     table = gen.classify()
     assert len(table) == len(gen.public_api())
-    missing = {n for n, c in table.items() if c == "missing"}
+    missing = {n for n, c in table.items() if c == "missing"} - REMOVED_SINCE
     # names that do not exist in this NumPy version are not required
     assert missing <= KNOWN_MISSING, f"newly missing: {sorted(missing - KNOWN_MISSING)}"
     covered_now = KNOWN_MISSING & {n for n, c in table.items() if c != "missing"}
@@ -96,6 +107,8 @@ def test_every_public_function_is_classified_and_missing_is_explicit():
 def test_supported_md_has_the_current_classification():
     text = (ROOT / "docs" / "supported.md").read_text()
     for name, cat in gen.classify().items():
+        if name in REMOVED_SINCE:
+            continue
         assert f"| `{name}` | {cat} |" in text, f"run python docs/gen_supported.py ({name})"
 
 

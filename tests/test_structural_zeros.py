@@ -14,7 +14,6 @@ import pytest
 
 import rune
 from rune import core
-from rune.numpy_api import UFUNCS
 
 from test_elementwise import DIFF_UFUNCS, DOMAINS
 

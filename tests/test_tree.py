@@ -1,4 +1,3 @@
-import dataclasses
 from dataclasses import dataclass, field
 from typing import NamedTuple
 

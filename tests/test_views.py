@@ -331,6 +331,8 @@ def test_flat_and_copies():
     check_vmap(f, np.stack([x, -x]))
 
 
+@pytest.mark.skipif(np.lib.NumpyVersion(np.__version__) < "2.1.0",
+                    reason="np.reshape(copy=) is new in NumPy 2.1")
 def test_reshape_copy_flag_as_numpy():
     x = np.arange(6.0).reshape(2, 3)
 

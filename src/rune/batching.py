@@ -16,6 +16,9 @@ the results (warning once, and suggesting ``np.where``), or raises
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 
 from . import tree as tree_util
@@ -36,6 +39,7 @@ from .core import (
 )
 from .dispatch import NeedsPerExample, FUNCTIONS
 from .primitives.backends import is_duck_array
+from .typing import AxisSpec, P
 
 __all__ = ["vmap", "moveaxis_to", "NeedsPerExample"]
 
@@ -242,7 +246,9 @@ def _check_axes_tree(axes, what):
                             + ("" if x is axes else f" inside {axes!r}"))
 
 
-def vmap(f, in_axes=0, out_axes=0, axis_size=None, strict=False, chunk_size=None):
+def vmap(f: Callable[P, Any], in_axes: AxisSpec = 0, out_axes: AxisSpec = 0,
+         axis_size: int | None = None, strict: bool = False,
+         chunk_size: int | None = None) -> Callable[P, Any]:
     """Vectorize ``f`` over a batch axis of its arguments.
 
     ``in_axes`` is an int, ``None`` (not mapped) or a tree prefix of the
@@ -253,18 +259,31 @@ def vmap(f, in_axes=0, out_axes=0, axis_size=None, strict=False, chunk_size=None
 
     Python control flow on a batched value (``if x > 0``, ``float(x)``, a
     boolean mask whose size depends on the data) cannot run on the whole
-    batch: vmap then runs ``f`` once per example and stacks the results, with
-    a :class:`rune.PerformanceWarning` suggesting ``np.where``; with
-    ``strict=True`` it raises :class:`rune.BatchedControlFlowError` instead.
-    ``chunk_size=k`` runs at most ``k`` examples at a time and concatenates
-    the results (bounded memory for big batches and Jacobians, as in
-    ``torch.func``).
+    batch: vmap then runs ``f`` once per example and stacks the results (the
+    *fallback*: right, slower), with a :class:`rune.PerformanceWarning`
+    suggesting ``np.where``, issued through :func:`warnings.warn` so the user's
+    filters decide how often it shows; with ``strict=True`` it raises
+    :class:`rune.BatchedControlFlowError` instead.  ``chunk_size=k`` runs at
+    most ``k`` examples at a time and concatenates the results (bounded memory
+    for big batches and Jacobians, as in ``torch.func``).
 
     Randomness: a ``np.random`` draw inside ``f`` happens once for the whole
     batch, with the per-example shape, so every example sees the same numbers
     (torch.func's ``randomness="same"``).  For different numbers per example,
     draw them outside with the batch dimension and pass them in:
     ``vmap(f)(xs, rng.standard_normal((len(xs),) + shape))``.
+
+    Args:
+        f: the function of one example; its arguments and result are trees.
+        in_axes: the mapped axis of each argument: an int, ``None`` or a tree prefix.
+        out_axes: where the batch axis goes in each output: an int, ``None`` (an
+            output that does not depend on the batch) or a tree prefix.
+        axis_size: the batch size, needed only when no argument is mapped.
+        strict: raise instead of running per example (see above).
+        chunk_size: at most this many examples at a time (``None``: all at once).
+
+    Returns:
+        A function with ``f``'s parameters, taking batched arguments.
 
     >>> import numpy as np, rune
     >>> rune.vmap(lambda x, y: x @ y, in_axes=(0, None))(np.ones((3, 2)), np.ones(2))
@@ -499,7 +518,7 @@ def vmap(f, in_axes=0, out_axes=0, axis_size=None, strict=False, chunk_size=None
 
     vmapped.__name__ = f"vmap({fn_name})"
     vmapped.__qualname__ = vmapped.__name__
-    vmapped.__wrapped__ = f
+    vmapped.__wrapped__ = f  # type: ignore[attr-defined]
     return vmapped
 
 

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import functools
 import types
+from collections.abc import Callable
 
 from . import core
 from . import tree as tree_util
@@ -42,6 +43,7 @@ from .calls import Call, bind_call
 from .core import Tracer, new_trace, warn_once
 from .forward import ForwardTrace, ForwardTracer
 from .reverse import ReverseTrace, backward, seed_outputs
+from .typing import P, R
 
 __all__ = ["checkpoint", "remat"]
 
@@ -135,7 +137,7 @@ def _warn_hidden(name, kind):
               f"memory")
 
 
-def checkpoint(fun):
+def checkpoint(fun: Callable[P, R]) -> Callable[P, R]:
     """``fun`` with its intermediates recomputed in the backward pass instead of kept.
 
     Usable as a decorator and around any function of trees.  Gradients are
@@ -274,7 +276,7 @@ def _closure_inputs(fun):
 
 def _filled(cell):
     try:
-        cell.cell_contents
+        cell.cell_contents  # noqa: B018  (reading it raises on an empty cell)
     except ValueError:      # an empty cell
         return False
     return True

@@ -31,6 +31,7 @@ import itertools
 import threading
 import weakref
 import warnings
+from typing import Any
 
 import numpy as np
 
@@ -139,7 +140,8 @@ def top_trace(args, what):
 # The stack of active transformations
 # --------------------------------------------------------------------------
 
-_stack: contextvars.ContextVar = contextvars.ContextVar("rune_trace_stack", default=())
+_stack: contextvars.ContextVar[tuple[Any, ...]] = contextvars.ContextVar("rune_trace_stack",
+                                                                         default=())
 _levels = itertools.count(1)
 _active_count = 0   # all threads: how many transformations are entered right now
 _count_lock = threading.RLock()
@@ -224,7 +226,9 @@ class Tracer:
     # _vs: the view bookkeeping of rune.views (which installs _assign, the in-place write)
     __slots__ = ("_trace", "_val", "_vs", "__weakref__")
     __array_priority__ = 1000
-    _extra = {}     # the other slots of a subclass and their values for a constant
+    _trace: Any
+    _val: Any
+    _extra: dict[str, Any] = {}     # the other slots of a subclass and their values for a constant
 
     @property
     def shape(self):

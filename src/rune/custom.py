@@ -26,6 +26,8 @@ own operations, ``vmap(grad(f))`` batches them.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar, cast
 
 import numpy as np
 
@@ -45,6 +47,9 @@ from .batching import vmap, vmap_flat
 from .calls import Call, bind_call, closure_error, leaked
 from .core import Tracer, new_trace
 from .reverse import ReverseTrace, _fit, backward, seed_outputs
+from .typing import ArgNums, P, R
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 __all__ = ["custom_vjp", "custom_jvp"]
 
@@ -146,18 +151,18 @@ def _vjp_pull(bwd, outs, res, vals, groups):
     return pull
 
 
-class _CustomFunction:
+class _CustomFunction(Generic[P, R]):
     """What custom_vjp and custom_jvp share: wrapping, methods, and flattening a call."""
 
     kind = "custom"
 
-    def __init__(self, fun, nondiff_argnums=()):
-        functools.update_wrapper(self, fun)
+    def __init__(self, fun: Callable[P, R], nondiff_argnums: ArgNums = ()) -> None:
+        functools.update_wrapper(self, fun)  # type: ignore[arg-type]
         self.fun = fun
         self.nondiff_argnums = _normalize_argnums(nondiff_argnums)
 
-    def __get__(self, obj, objtype=None):
-        return self if obj is None else functools.partial(self, obj)
+    def __get__(self, obj: Any, objtype: type | None = None) -> Any:
+        return self if obj is None else functools.partial(cast("Callable[..., Any]", self), obj)
 
     def _flatten_call(self, args, kwargs, rule, how_to_set):
         """``None`` when the function just runs (no traced argument), else the pieces of
@@ -186,7 +191,7 @@ class _CustomFunction:
         return args, static, diff, rebuild, leaves, in_tree, state, flat_fun
 
 
-class custom_vjp(_CustomFunction):
+class custom_vjp(_CustomFunction[P, R]):
     """A function with a user-defined reverse-mode rule (JAX's conventions).
 
     ``f.defvjp(fwd, bwd)``: ``fwd(*args) -> (out, residuals)``;
@@ -211,19 +216,19 @@ class custom_vjp(_CustomFunction):
 
     kind = "custom_vjp"
 
-    def __init__(self, fun, nondiff_argnums=()):
+    def __init__(self, fun: Callable[P, R], nondiff_argnums: ArgNums = ()) -> None:
         super().__init__(fun, nondiff_argnums)
-        self.fwd = None
-        self.bwd = None
-        self._checked = set()    # input signatures whose fwd outputs were checked
+        self.fwd: Callable[..., Any] | None = None
+        self.bwd: Callable[..., Any] | None = None
+        self._checked: set[Any] = set()    # input signatures whose fwd outputs were checked
 
-    def defvjp(self, fwd, bwd):
+    def defvjp(self, fwd: Callable[..., Any], bwd: Callable[..., Any]) -> None:
         """Set the rule: ``fwd(*args) -> (out, residuals)``, ``bwd(residuals, g) -> tuple``."""
         self.fwd = fwd
         self.bwd = bwd
         self._checked = set()
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         call = self._flatten_call(args, kwargs, self.fwd, "defvjp(fwd, bwd)")
         if call is None:
             return self.fun(*args, **kwargs)
@@ -372,7 +377,7 @@ def _transpose_pull(t, t_outs, in_nodes):
     return pull
 
 
-class custom_jvp(_CustomFunction):
+class custom_jvp(_CustomFunction[P, R]):
     """A function with a user-defined forward-mode rule (JAX's conventions).
 
     ``f.defjvp(rule)`` (also usable as a decorator): ``rule(primals, tangents)
@@ -397,16 +402,16 @@ class custom_jvp(_CustomFunction):
 
     kind = "custom_jvp"
 
-    def __init__(self, fun, nondiff_argnums=()):
+    def __init__(self, fun: Callable[P, R], nondiff_argnums: ArgNums = ()) -> None:
         super().__init__(fun, nondiff_argnums)
-        self.jvp = None
+        self.jvp: Callable[..., Any] | None = None
 
-    def defjvp(self, rule):
+    def defjvp(self, rule: F) -> F:
         """Set the rule ``rule(primals, tangents) -> (out, tangent_out)``; returns ``rule``."""
         self.jvp = rule
         return rule
 
-    def defjvps(self, *jvps):
+    def defjvps(self, *jvps: Callable[..., Any] | None) -> None:
         """One rule per argument (JAX's ``defjvps``): ``jvp_i(t_i, out, *primals)`` is the
         output's tangent due to argument ``i``'s tangent; ``None`` for an argument the
         output does not depend on.  The tangents of all arguments are added.
@@ -436,7 +441,7 @@ class custom_jvp(_CustomFunction):
 
         self.defjvp(rule)
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         call = self._flatten_call(args, kwargs, self.jvp, "defjvp(rule)")
         if call is None:
             return self.fun(*args, **kwargs)

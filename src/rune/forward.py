@@ -8,6 +8,9 @@ engine broadcasts it to the output's shape and casts it to its dtype.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from typing import Any, Literal, overload
+
 import numpy as np
 
 from . import tree as tree_util
@@ -194,7 +197,14 @@ def _check_tangent(p, t, path):
                          f"dtype {pd}")
 
 
-def jvp(f, primals, tangents, has_aux=False):
+@overload
+def jvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any],
+        has_aux: Literal[False] = False) -> tuple[Any, Any]: ...
+@overload
+def jvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any],
+        has_aux: Literal[True]) -> tuple[Any, Any, Any]: ...
+def jvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any],
+        has_aux: bool = False) -> tuple[Any, Any] | tuple[Any, Any, Any]:
     """Evaluate ``f(*primals)`` and its directional derivative along ``tangents``.
 
     ``primals`` and ``tangents`` are tuples of trees of the same structure,

@@ -9,6 +9,9 @@ JAX's layout, ``out.shape + in.shape``, nested as ``out_tree`` of ``in_tree``.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from typing import Any
+
 import numpy as np
 
 from . import tree as tree_util
@@ -26,7 +29,8 @@ from .api_util import shape_of as _shape
 from .api_util import size_of as _size
 from .batching import vmap
 from .forward import jvp
-from .reverse import grad, vjp
+from .reverse import Pullback, grad, vjp
+from .typing import ArgNums, P
 
 __all__ = ["jacfwd", "jacrev", "hessian", "hvp", "linearize", "linear_transpose"]
 
@@ -56,9 +60,15 @@ def _copy_array(x):
     return x.copy() if type(x) is np.ndarray else x
 
 
-def jacrev(f, argnums=0, has_aux=False, chunk_size=None, allow_int=False):
+def jacrev(f: Callable[P, Any], argnums: ArgNums = 0, has_aux: bool = False,
+           chunk_size: int | None = None, allow_int: bool = False) -> Callable[P, Any]:
     """The Jacobian of ``f`` by reverse mode (one pullback per output element, vmapped;
     ``chunk_size`` bounds how many at a time).
+
+    For an output of shape ``O`` and an input of shape ``I`` the block has shape
+    ``O + I``; trees give a tree of the output's structure with leaves of the
+    input's.  ``argnums`` and ``allow_int`` as in :func:`rune.grad`; with ``has_aux``, ``f``
+    returns ``(out, aux)`` and the result is ``(jacobian, aux)``.
 
     >>> import numpy as np, rune
     >>> rune.jacrev(lambda x: x ** 2)(np.array([1.0, 2.0]))
@@ -101,9 +111,13 @@ def jacrev(f, argnums=0, has_aux=False, chunk_size=None, allow_int=False):
     return jacfun
 
 
-def jacfwd(f, argnums=0, has_aux=False, chunk_size=None, allow_int=False):
+def jacfwd(f: Callable[P, Any], argnums: ArgNums = 0, has_aux: bool = False,
+           chunk_size: int | None = None, allow_int: bool = False) -> Callable[P, Any]:
     """The Jacobian of ``f`` by forward mode (one JVP per input element, vmapped;
     ``chunk_size`` bounds how many at a time).
+
+    Shapes, ``argnums`` and ``has_aux`` as in :func:`rune.jacrev`; cheaper than
+    it when the inputs have fewer elements than the outputs.
 
     >>> import numpy as np, rune
     >>> rune.jacfwd(lambda x: np.sin(x))(np.array([0.0]))
@@ -167,7 +181,8 @@ def jacfwd(f, argnums=0, has_aux=False, chunk_size=None, allow_int=False):
     return jacfun
 
 
-def hessian(f, argnums=0, has_aux=False, chunk_size=None, allow_int=False):
+def hessian(f: Callable[P, Any], argnums: ArgNums = 0, has_aux: bool = False,
+            chunk_size: int | None = None, allow_int: bool = False) -> Callable[P, Any]:
     """The Hessian of a scalar ``f``: ``jacfwd(jacrev(f))``; with ``has_aux``, ``(H, aux)``.
 
     >>> import numpy as np, rune
@@ -181,7 +196,8 @@ def hessian(f, argnums=0, has_aux=False, chunk_size=None, allow_int=False):
     return h
 
 
-def hvp(f, primals, tangents):
+def hvp(f: Callable[..., Any], primals: Sequence[Any],
+        tangents: Sequence[Any]) -> tuple[Any, Any]:
     """``(grads, hvps)``: the gradient of ``f`` at ``primals`` and the Hessian-vector
     product along ``tangents`` (tuples, one tree per argument), forward-over-reverse.
 
@@ -199,7 +215,7 @@ def hvp(f, primals, tangents):
     return jvp(grad(f, argnums=nums), primals, tangents)
 
 
-def linearize(f, *primals):
+def linearize(f: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[..., Any]]:
     """``(out, f_jvp)``: ``f``'s value at ``primals`` and its linear map
     ``f_jvp(*tangents) = jvp(f, primals, tangents)[1]``.  (rune runs eagerly, so each call
     of ``f_jvp`` runs one forward pass; JAX's staged linearize does not.)
@@ -221,7 +237,7 @@ def linearize(f, *primals):
     return out, f_jvp
 
 
-def linear_transpose(f, *primals):
+def linear_transpose(f: Callable[..., Any], *primals: Any) -> Pullback:
     """The transpose of a linear ``f``: ``f_t(ct)`` is a tuple with one cotangent per
     argument (``primals`` give the arguments' shapes and dtypes; their values do not
     matter since ``f`` is linear).

@@ -80,6 +80,22 @@ def reshaped(p, shape, ravel):
     if ravel and not p.flags.c_contiguous:
         return None
     try:
-        return np.reshape(p, shape, copy=False)
+        return reshape_no_copy(p, shape)
     except ValueError:
         return None
+
+
+def reshape_no_copy(p, shape):
+    """``np.reshape(p, shape, copy=False)``: a view, or ``ValueError`` where NumPy would
+    copy.  NumPy 2.0 has no ``copy=`` there; setting ``shape`` on a view does the same."""
+    if _RESHAPE_HAS_COPY:
+        return np.reshape(p, shape, copy=False)
+    v = p.view()
+    try:
+        v.shape = shape
+    except AttributeError as e:     # NumPy 2.0's "incompatible shape for in-place ..."
+        raise ValueError(str(e)) from None
+    return v
+
+
+_RESHAPE_HAS_COPY = np.lib.NumpyVersion(np.__version__) >= "2.1.0"

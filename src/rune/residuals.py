@@ -139,7 +139,7 @@ def _entries(prim, decl):
     return tuple(decl)
 
 
-_plans = {}
+_plans: dict[object, object] = {}
 
 
 def _plan(prim):

@@ -11,6 +11,9 @@ not in every rule.  The pullback keeps its tape and may be called again.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, Literal, overload
+
 import numpy as np
 
 from . import tree as tree_util
@@ -35,6 +38,9 @@ from .residuals import (  # noqa: F401  (Dropped, ResidualError, _Plan: also use
     ELEMENTWISE, LAYOUT, MASKS, Dropped, ResidualError, _Meta, _Plan, _kept_args, _new, _plan,
     _plans)
 from .core import Trace, Tracer, bind, new_trace, rank, stop_leaf, tracer_class_pair
+from .typing import ArgNums, P, T
+
+Pullback = Callable[[Any], tuple[Any, ...]]
 
 __all__ = ["vjp", "grad", "value_and_grad", "stop_gradient"]
 
@@ -57,6 +63,8 @@ class Node:
 
 class ReverseTracer(Tracer):
     __slots__ = ("_node", "_pos")
+    _node: Node | None
+    _pos: int | None
     _extra = {"_node": None, "_pos": None}
 
     def __new__(cls, val, trace, node, pos=None):
@@ -421,7 +429,14 @@ def _stop(x, trace):
     return x
 
 
-def vjp(f, *primals, has_aux=False):
+@overload
+def vjp(f: Callable[..., Any], *primals: Any,
+        has_aux: Literal[False] = False) -> tuple[Any, Pullback]: ...
+@overload
+def vjp(f: Callable[..., Any], *primals: Any,
+        has_aux: Literal[True]) -> tuple[Any, Pullback, Any]: ...
+def vjp(f: Callable[..., Any], *primals: Any,
+        has_aux: bool = False) -> tuple[Any, Pullback] | tuple[Any, Pullback, Any]:
     """The output of ``f(*primals)`` and its pullback (reverse mode).
 
     Returns ``(out, pullback)`` (and ``aux`` with ``has_aux``).
@@ -498,7 +513,8 @@ def vjp(f, *primals, has_aux=False):
     return out, pullback
 
 
-def value_and_grad(f, argnums=0, has_aux=False, allow_int=False):
+def value_and_grad(f: Callable[P, Any], argnums: ArgNums = 0, has_aux: bool = False,
+                   allow_int: bool = False) -> Callable[P, tuple[Any, Any]]:
     """A function returning ``(f(*args), gradient)``; ``((value, aux), grad)`` with ``has_aux``.
 
     Differentiating with respect to an argument none of whose leaves is floating
@@ -527,7 +543,8 @@ def value_and_grad(f, argnums=0, has_aux=False, allow_int=False):
     return value_and_grad_f
 
 
-def grad(f, argnums=0, has_aux=False, allow_int=False):
+def grad(f: Callable[P, Any], argnums: ArgNums = 0, has_aux: bool = False,
+         allow_int: bool = False) -> Callable[P, Any]:
     """The gradient of a scalar-valued ``f`` with respect to argument(s) ``argnums``.
 
     The gradient has the argument's structure: the gradient of a dataclass
@@ -551,7 +568,7 @@ def grad(f, argnums=0, has_aux=False, allow_int=False):
     return grad_f
 
 
-def stop_gradient(x):
+def stop_gradient(x: T) -> T:
     """``x`` (an array or a whole tree) with zero derivative in every transformation.
 
     Under ``vmap`` the batch is kept; otherwise the result is a plain array.

@@ -16,6 +16,9 @@ values under JAX's convention.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from typing import Any
+
 import numpy as np
 
 from . import tree as tree_util
@@ -90,8 +93,8 @@ def _perturb(args, in_tree, leaves, j, v, eps):
 
 def _failure(what, path, err, tol, order):
     return (err / tol if tol else float("inf"),
-            f"check_grads: {what} at {path} (derivative of order {order}): error {err:.3e} exceeds the "
-            f"tolerance {tol:.3e}")
+            f"check_grads: {what} at {path} (derivative of order {order}): error {err:.3e} "
+            f"exceeds the tolerance {tol:.3e}")
 
 
 def _compare_elems(a, b, rtol, atol):
@@ -113,14 +116,44 @@ def _compare_elems(a, b, rtol, atol):
     return worst
 
 
-def check_grads(f, *args, order=2, modes=("fwd", "rev"), eps=None, rtol=None, atol=None,
-                seed=0, _depth=1):
+def check_grads(f: Callable[..., Any], *args: Any, order: int = 2,
+                modes: str | Sequence[str] = ("fwd", "rev"), eps: float | None = None,
+                rtol: float | None = None, atol: float | None = None, seed: int = 0) -> None:
     """Raise ``AssertionError`` naming the worst leaf path if rune's derivatives of ``f``
     disagree with central finite differences (and JVP with VJP), up to ``order``.
+
+    Returns ``None`` when every check passes; ``f``'s inputs are passed read-only, so a
+    rule or an ``f`` that writes into its input fails too.
+
+    Args:
+        f: the function, called as ``f(*args)``; its arguments and result are trees.
+        *args: the point: one tree per positional argument.  Leaves of a floating or
+            complex dtype (or Python floats) are differentiated, one at a time; the
+            others are passed through unchanged.
+        order: the highest derivative order checked: ``1`` checks first derivatives,
+            ``2`` (the default) also the derivatives of ``x -> jvp(f, x, v)`` and
+            ``x -> vjp(f, x)(u)``, and so on (tolerances grow tenfold per order).
+        modes: ``"fwd"`` (``jvp`` against finite differences), ``"rev"`` (``vjp``
+            against finite differences and against ``jvp``), or both (the default).
+        eps: the finite-difference step; by default ``1e-6`` for float64 inputs,
+            ``1e-3`` for float32 and ``1e-2`` for float16 (the lowest precision among
+            the inputs decides).
+        rtol: the relative tolerance; by default ``1e-5`` (float64), ``2e-2``
+            (float32), ``1e-1`` (float16).
+        atol: the absolute tolerance; by default ``1e-7``, ``2e-3``, ``1e-1`` likewise.
+        seed: seeds the random directions ``v`` and cotangents ``u``.
+
+    Raises:
+        AssertionError: naming the mode, the leaf path (``args[0]['w']``), the order,
+            the error and the tolerance of the worst disagreement.
 
     >>> import numpy as np, rune
     >>> rune.check_grads(lambda x: np.sin(x) * x, np.array([0.3, 1.2]))
     """
+    _check(f, args, order, modes, eps, rtol, atol, seed, 1)
+
+
+def _check(f, args, order, modes, eps, rtol, atol, seed, depth):
     modes = _check_options(order, modes)
     leaves, in_tree = tree_util.flatten(args)
     check_leaves(leaves, in_tree, "args", "check_grads")
@@ -149,8 +182,8 @@ def check_grads(f, *args, order=2, modes=("fwd", "rev"), eps=None, rtol=None, at
         v = _random_like(leaves[j], rng)
         plus = f(*_perturb(args, in_tree, leaves, j, v, eps))
         minus = f(*_perturb(args, in_tree, leaves, j, v, -eps))
-        fd = tree_util.map(lambda p, m: (np.asarray(p, np.complex128) - np.asarray(m, np.complex128))
-                           / (2 * eps), plus, minus)
+        fd = tree_util.map(lambda p, m: (np.asarray(p, np.complex128)
+                                         - np.asarray(m, np.complex128)) / (2 * eps), plus, minus)
         tangents = tree_util.unflatten(in_tree, [
             v if k == j else (tree_util.map(np.zeros_like, x) if is_diff_leaf(x) else x)
             for k, x in enumerate(leaves)])
@@ -161,7 +194,7 @@ def check_grads(f, *args, order=2, modes=("fwd", "rev"), eps=None, rtol=None, at
             if err > tol:
                 failures.append(_failure(
                     "the forward-mode (jvp) derivative disagrees with finite differences",
-                    paths[j], err, tol, _depth))
+                    paths[j], err, tol, depth))
         if "rev" in modes:
             lhs = _pair(cts[j], v)
             rhs = _pair(u, fd)
@@ -171,14 +204,14 @@ def check_grads(f, *args, order=2, modes=("fwd", "rev"), eps=None, rtol=None, at
             if not abs(lhs - rhs) <= tol:          # NaN fails too
                 failures.append(_failure(
                     "the reverse-mode (vjp) derivative disagrees with finite differences",
-                    paths[j], abs(lhs - rhs), tol, _depth))
+                    paths[j], abs(lhs - rhs), tol, depth))
             if t_out is not None:
                 rhs2 = _pair(u, t_out)
                 tol2 = 1e-9 * (abs(rhs2) + scale) if prec == "float64" else tol
                 if not abs(lhs - rhs2) <= max(tol2, 1e-12):
                     failures.append(_failure(
                         "vjp and jvp disagree (<vjp(u), v> != <u, jvp(v)>)",
-                        paths[j], abs(lhs - rhs2), max(tol2, 1e-12), _depth))
+                        paths[j], abs(lhs - rhs2), max(tol2, 1e-12), depth))
     if failures:
         raise AssertionError(max(failures)[1])
     if order > 1:
@@ -215,8 +248,7 @@ def _check_options(order, modes):
 
 def _check_nested(g, args, order, modes, eps, rtol, atol, seed, paths):
     try:
-        check_grads(g, *args, order=order, modes=modes, eps=eps, rtol=rtol * 10,
-                    atol=atol * 10, seed=seed, _depth=2)
+        _check(g, args, order, modes, eps, rtol * 10, atol * 10, seed, 2)
     except AssertionError as e:
         msg = str(e)
         names = _leaf_paths(g, args)

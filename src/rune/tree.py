@@ -21,6 +21,10 @@ from __future__ import annotations
 import collections
 import dataclasses
 import functools
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from .typing import IsLeaf, PyTree
 
 __all__ = ["flatten", "unflatten", "leaves", "structure", "map", "register",
            "TreeDef", "flatten_with_paths", "leaf_paths", "map_with_path", "leaves_with_path",
@@ -36,11 +40,12 @@ class _NodeType:
         self.keys = keys            # (obj_or_None, aux, n) -> path suffixes
 
 
-_registry: dict = {}
+_registry: dict[type, Any] = {}
 _LEAF = None
 
 
-def register(cls, flatten, unflatten):
+def register(cls: type, flatten: Callable[[Any], tuple[Iterable[Any], Any]],
+             unflatten: Callable[[Any, list[Any]], Any]) -> None:
     """Make ``cls`` a tree node.
 
     ``flatten(obj) -> (children, aux)`` and ``unflatten(aux, children) -> obj``
@@ -146,14 +151,14 @@ class TreeDef:
 
     __slots__ = ("node_cls", "aux", "children", "num_leaves", "_hash")
 
-    def __init__(self, node_cls, aux, children):
+    def __init__(self, node_cls: type | None, aux: Any, children: tuple[TreeDef, ...]) -> None:
         self.node_cls = node_cls      # None for a leaf
         self.aux = aux
         self.children = children
-        self.num_leaves = 1 if node_cls is None else sum(c.num_leaves for c in children)
-        self._hash = None
+        self.num_leaves: int = 1 if node_cls is None else sum(c.num_leaves for c in children)
+        self._hash: int | None = None
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         if self is other:
             return True
         if not isinstance(other, TreeDef):
@@ -161,12 +166,12 @@ class TreeDef:
         return (self.node_cls is other.node_cls and self.num_leaves == other.num_leaves
                 and _aux_eq(self.aux, other.aux) and self.children == other.children)
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         if self._hash is None:
             self._hash = hash((self.node_cls, _hashable(self.aux), self.children))
         return self._hash
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         if self.node_cls is None:
             return "*"
         inner = ", ".join(map(repr, self.children))
@@ -190,14 +195,14 @@ def _hashable(aux):
 _LEAF_DEF = TreeDef(None, None, ())
 
 
-def flatten(tree, is_leaf=None):
+def flatten(tree: PyTree, is_leaf: IsLeaf = None) -> tuple[list[Any], TreeDef]:
     """``(leaves, treedef)``: the leaves in order and what rebuilds the tree.
 
     ``is_leaf(node) -> bool``, if given, stops the flattening at the nodes it accepts (as
     JAX's ``is_leaf``): ``flatten(((1, 2), 3), is_leaf=lambda t: type(t) is tuple and
     len(t) == 2 and t[1] == 2)`` has the leaves ``[(1, 2), 3]``.
     """
-    leaves = []
+    leaves: list[Any] = []
     try:
         return leaves, _flatten(tree, leaves, is_leaf)
     except RecursionError:
@@ -218,7 +223,7 @@ def _flatten(tree, leaves, is_leaf=None):
     return TreeDef(type(tree), aux, tuple(_flatten(c, leaves, is_leaf) for c in children))
 
 
-def unflatten(treedef, leaves):
+def unflatten(treedef: TreeDef, leaves: Iterable[Any]) -> PyTree:
     """Rebuild a tree of ``treedef``'s structure from ``leaves``."""
     if not isinstance(treedef, TreeDef):
         raise TypeError(f"unflatten takes a TreeDef (from rune.tree.flatten or "
@@ -243,19 +248,19 @@ def _unflatten(treedef, it):
     return _registry[treedef.node_cls].unflatten(treedef.aux, children)
 
 
-def leaves(tree, is_leaf=None):
+def leaves(tree: PyTree, is_leaf: IsLeaf = None) -> list[Any]:
     """The leaves of ``tree``, in order."""
     return flatten(tree, is_leaf)[0]
 
 
-def structure(tree, is_leaf=None):
+def structure(tree: PyTree, is_leaf: IsLeaf = None) -> TreeDef:
     """The :class:`TreeDef` of ``tree``."""
     return flatten(tree, is_leaf)[1]
 
 
-def leaf_paths(treedef, root=""):
+def leaf_paths(treedef: TreeDef, root: str = "") -> list[str]:
     """The path of each leaf of ``treedef`` as a string like ``params.layers[2].w``."""
-    out = []
+    out: list[Any] = []
     _paths(treedef, root, out)
     return out
 
@@ -269,7 +274,7 @@ def _paths(td, prefix, out):
         _paths(c, prefix + k, out)
 
 
-def flatten_with_paths(tree, root=""):
+def flatten_with_paths(tree: PyTree, root: str = "") -> list[tuple[str, Any]]:
     """``[(path, leaf), ...]`` for every leaf of ``tree``."""
     lv, td = flatten(tree)
     return list(zip(leaf_paths(td, root), lv))
@@ -307,7 +312,7 @@ def check_same(a, b, root="", what="trees"):
         raise ValueError(f"{what} have different structures: {_mismatch(a, b, root)}")
 
 
-def map(f, tree, *rest, is_leaf=None):
+def map(f: Callable[..., Any], tree: PyTree, *rest: PyTree, is_leaf: IsLeaf = None) -> PyTree:
     """Apply ``f`` to the leaves of ``tree`` (and the matching leaves of ``rest``).
 
     >>> import rune
@@ -377,7 +382,8 @@ def _node_keys_text(obj, node, aux, ch):
 # JAX's tree utilities beyond flatten/unflatten/map
 # --------------------------------------------------------------------------
 
-def map_with_path(f, tree, *rest, is_leaf=None):
+def map_with_path(f: Callable[..., Any], tree: PyTree, *rest: PyTree,
+                  is_leaf: IsLeaf = None) -> PyTree:
     """``f(path, leaf, *others)`` for every leaf; ``path`` is a string like ``"tree['w'][0]"``
     (rune's paths are the ones its error messages use).
 
@@ -391,7 +397,7 @@ def map_with_path(f, tree, *rest, is_leaf=None):
     return unflatten(td, [f(p, *xs) for p, *xs in zip(paths, lv, *others)])
 
 
-def leaves_with_path(tree, is_leaf=None):
+def leaves_with_path(tree: PyTree, is_leaf: IsLeaf = None) -> list[tuple[str, Any]]:
     """``[(path, leaf), ...]``, as :func:`map_with_path` names them.
 
     >>> import rune
@@ -405,7 +411,8 @@ def leaves_with_path(tree, is_leaf=None):
 _NO_INITIAL = object()
 
 
-def reduce(f, tree, initializer=_NO_INITIAL, is_leaf=None):
+def reduce(f: Callable[[Any, Any], Any], tree: PyTree, initializer: Any = _NO_INITIAL,
+           is_leaf: IsLeaf = None) -> Any:
     """``functools.reduce(f, leaves(tree)[, initializer])``.
 
     >>> import rune
@@ -418,7 +425,7 @@ def reduce(f, tree, initializer=_NO_INITIAL, is_leaf=None):
     return functools.reduce(f, lv, initializer)
 
 
-def transpose(outer_treedef, inner_treedef, tree):
+def transpose(outer_treedef: TreeDef, inner_treedef: TreeDef, tree: PyTree) -> PyTree:
     """Turn a tree of ``outer_treedef`` whose leaves are trees of ``inner_treedef`` into a
     tree of ``inner_treedef`` whose leaves are trees of ``outer_treedef`` (JAX's
     ``tree_transpose``).

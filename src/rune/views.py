@@ -82,7 +82,7 @@ class _Link:
         if self.kind == "index":
             return p[self.rest[0]]
         if self.kind == "reshape":
-            return np.reshape(p, self.rest[0], copy=False)
+            return layouts.reshape_no_copy(p, self.rest[0])
         return self._apply(self.func, p)
 
     def write(self, base, v):

@@ -107,10 +107,10 @@ register_ufunc(np.matmul, matmul_p)
 # einsum
 # --------------------------------------------------------------------------
 #
-# The spec is normalized first (by rune.numpy.contractions.normalize_einsum): ellipses become explicit letters, a letter
-# repeated within one operand (a diagonal) becomes a fresh letter tied to the
-# original by a constant identity operand.  After that every letter of an
-# operand is distinct, and the VJP for operand i is einsum(ct, others -> s_i)
+# The spec is normalized first (by rune.numpy.contractions.normalize_einsum): ellipses
+# become explicit letters, a letter repeated within one operand (a diagonal) becomes a
+# fresh letter tied to the original by a constant identity operand.  After that every
+# letter of an operand is distinct, and the VJP for operand i is einsum(ct, others -> s_i)
 # (letters summed only inside operand i are broadcast back).
 
 _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"

@@ -308,7 +308,8 @@ frexp_exponent_p = elementwise_primitive("frexp_exponent", lambda x: np.frexp(x)
 
 select_p = elementwise_primitive(
     "where", np.where,
-    jvp=(None, lambda t, out, c, x, y: np.where(c, t, 0), lambda t, out, c, x, y: np.where(c, 0, t)),
+    jvp=(None, lambda t, out, c, x, y: np.where(c, t, 0),
+         lambda t, out, c, x, y: np.where(c, 0, t)),
     vjp=(None, lambda ct, out, c, x, y: np.where(c, ct, 0),
          lambda ct, out, c, x, y: np.where(c, 0, ct)),
     residuals=(0,), masks=True)      # the condition only
