@@ -3,6 +3,7 @@
 import pathlib
 import runpy
 
+import numpy as np
 
 from rune.dispatch import FUNCTIONS, UFUNCS
 from rune.numpy_api import _func_name

@@ -26,7 +26,7 @@ import sys
 
 import numpy as np
 
-from . import core, views
+from . import views
 from .core import Tracer, bind, TracerConversionError
 from . import intercept as _intercept  # noqa: F401  (installs and removes the wrappers)
 from . import scipy as _scipy

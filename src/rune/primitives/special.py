@@ -91,7 +91,8 @@ def _zeta_derivative(k, s, q):
     derivs = []
     for m in range(1, 6):
         new = np.zeros_like(coeffs)
-        for j in range(k + 1):            # d/du [L^j u^(-s-m+1)] = (j L^(j-1) - (s+m-1) L^j) u^(-s-m)
+        # d/du [L^j u^(-s-m+1)] = (j L^(j-1) - (s+m-1) L^j) u^(-s-m)
+        for j in range(k + 1):
             new[j] = new[j] - (s + m - 1) * coeffs[j]
             if j > 0:
                 new[j - 1] = new[j - 1] + j * coeffs[j]
