@@ -215,3 +215,18 @@ def _dot_traced(a, b):
     for x, y in zip(rune.tree.leaves(a), rune.tree.leaves(b)):
         total = total + np.sum(x * y)
     return total
+
+
+def rand(shape, dtype=np.float64, seed=0):
+    """Standard normal entries of ``dtype`` (complex: real and imaginary parts)."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(shape)
+    if np.dtype(dtype).kind == "c":
+        x = x + 1j * rng.standard_normal(shape)
+    return x.astype(dtype)
+
+
+def square(shape, dtype=np.float64, seed=0):
+    """A well-conditioned square matrix (stack): noise plus a multiple of the identity."""
+    n = shape[-1]
+    return (rand(shape, dtype, seed) + n * np.eye(n)).astype(dtype)

@@ -164,3 +164,21 @@ def test_tolist_round_trip_keeps_the_derivative():
     np.testing.assert_allclose(total, [2.0, 6.0])
     # integers have no derivative: plain Python numbers
     assert rune.grad(lambda x: np.sum(x) + len(np.arange(3).tolist()))(1.0) == 1.0
+
+
+def test_pinv_second_derivatives_agree_with_inv_on_an_ill_conditioned_matrix():
+    """For an invertible matrix pinv is inv: their Hessian-vector products agree to what the
+    conditioning allows (the second derivative of A^-1 amplifies rounding by cond(A)^2)."""
+    rng = np.random.default_rng(0)
+    U, _ = np.linalg.qr(rng.standard_normal((4, 4)))
+    V, _ = np.linalg.qr(rng.standard_normal((4, 4)))
+    A = U @ np.diag([1.0, 0.5, 0.1, 1 / 7e4]) @ V.T
+    E = rng.standard_normal((4, 4))
+    f_pinv = lambda A: np.sum(np.linalg.pinv(A) ** 2)   # noqa: E731
+    f_inv = lambda A: np.sum(np.linalg.inv(A) ** 2)     # noqa: E731
+    h_pinv = rune.hvp(f_pinv, (A,), (E,))[1][0]
+    h_inv = rune.hvp(f_inv, (A,), (E,))[1][0]
+    bound = 10 * np.linalg.cond(A) ** 2 * np.finfo(float).eps
+    assert np.max(np.abs(h_pinv - h_inv)) <= bound * np.max(np.abs(h_inv))
+    g_pinv, g_inv = rune.grad(f_pinv)(A), rune.grad(f_inv)(A)
+    assert np.max(np.abs(g_pinv - g_inv)) <= bound * np.max(np.abs(g_inv))

@@ -15,23 +15,9 @@ import pytest
 
 import rune
 from rune.primitives import linalg, decompositions
-from helpers import check_vmap, check_all_axes
+from helpers import check_vmap, check_all_axes, rand, square
 
 F64, F32, C128 = np.float64, np.float32, np.complex128
-
-
-def rand(shape, dtype=F64, seed=0):
-    rng = np.random.default_rng(seed)
-    x = rng.standard_normal(shape)
-    if np.dtype(dtype).kind == "c":
-        x = x + 1j * rng.standard_normal(shape)
-    return x.astype(dtype)
-
-
-def square(shape, dtype=F64, seed=0):
-    """A well-conditioned square matrix (stack): noise plus a multiple of the identity."""
-    n = shape[-1]
-    return (rand(shape, dtype, seed) + n * np.eye(n)).astype(dtype)
 
 
 def H(x):

@@ -20,23 +20,10 @@ import rune
 
 scipy_linalg = pytest.importorskip("scipy.linalg")
 from scipy.linalg import cho_factor, cho_solve  # noqa: E402  (the user's idiom, tested below)
-from helpers import check_vmap  # noqa: E402
+from helpers import check_vmap, rand, square  # noqa: E402
 
 sla = scipy_linalg
 F64, C128 = np.float64, np.complex128
-
-
-def rand(shape, dtype=F64, seed=0):
-    rng = np.random.default_rng(seed)
-    x = rng.standard_normal(shape)
-    if np.dtype(dtype).kind == "c":
-        x = x + 1j * rng.standard_normal(shape)
-    return x.astype(dtype)
-
-
-def square(shape, dtype=F64, seed=0):
-    n = shape[-1]
-    return (rand(shape, dtype, seed) + n * np.eye(n)).astype(dtype)
 
 
 def spd(shape, dtype=F64, seed=0):
