@@ -63,17 +63,24 @@ def _with_identity(np_func, identity, combine):
     return entry
 
 
+def _mask_with_initial(a, where, initial, name):
+    """``a`` with the elements ``where`` excludes set to ``initial``, as NumPy's max/min
+    need (they have no identity: ``initial`` is required with a mask)."""
+    if not _mask_given(where):
+        return a
+    if not _given(initial):
+        raise ValueError(f"reduction operation '{name}' does not have an identity, so to "
+                         f"use a where mask one has to specify 'initial'")
+    return _masked(a, where, initial)[0]
+
+
 def _extremum(np_funcs, combine, name):
     orig = FUNCTIONS[np_funcs[0]]
 
     def entry(a, axis=None, out=None, keepdims=_NV, initial=_NV, where=_NV):
         if not _mask_given(where) and not _given(initial):
             return orig(a, axis=axis, out=out, keepdims=keepdims)
-        if _mask_given(where):
-            if not _given(initial):
-                raise ValueError(f"reduction operation '{name}' does not have an identity, "
-                                 f"so to use a where mask one has to specify 'initial'")
-            a, _ = _masked(a, where, initial)
+        a = _mask_with_initial(a, where, initial, name)
         axes = tuple(range(np.ndim(a))) if axis is None else axis
         if any(np.shape(a)[ax] == 0 for ax in np.atleast_1d(axes)):
             kept = np.sum(np.zeros_like(a), axis=axis, keepdims=_keep(keepdims))
@@ -195,11 +202,7 @@ def _nan_extremum(np_func, combine, name):
     def entry(a, axis=None, out=None, keepdims=_NV, initial=_NV, where=_NV):
         if not _mask_given(where) and not _given(initial):
             return orig(a, axis=axis, out=out, keepdims=keepdims)
-        if _mask_given(where):
-            if not _given(initial):
-                raise ValueError(f"reduction operation '{name}' does not have an identity, "
-                                 f"so to use a where mask one has to specify 'initial'")
-            a, _ = _masked(a, where, initial)
+        a = _mask_with_initial(a, where, initial, name)
         r = orig(a, axis=axis, out=out, keepdims=keepdims)
         return combine(r, np.asarray(initial, r.dtype))
     entry.__name__ = np_func.__name__
