@@ -137,12 +137,18 @@ def _warn_hidden(name, kind):
               f"memory")
 
 
-def checkpoint(fun: Callable[P, R]) -> Callable[P, R]:
+def checkpoint(fun: Callable[P, R], *, static_argnums: int | tuple[int, ...] = ()
+               ) -> Callable[P, R]:
     """``fun`` with its intermediates recomputed in the backward pass instead of kept.
 
     Usable as a decorator and around any function of trees.  Gradients are
     the same (bit for bit) as without ``checkpoint``; under ``grad`` the
     tape holds only the inputs and outputs of each checkpointed call.
+    ``static_argnums`` (as in JAX) names positional arguments that are not
+    trees of arrays (a Python int, a string, a function): they are passed
+    through as they are, and the re-run in the backward pass sees the same
+    objects.  ``functools.partial(rune.checkpoint, static_argnums=(1,))`` is
+    the decorator form.
 
     >>> import numpy as np, rune
     >>> @rune.checkpoint
@@ -151,6 +157,8 @@ def checkpoint(fun: Callable[P, R]) -> Callable[P, R]:
     >>> rune.grad(lambda x: np.sum(block(block(x))))(np.array([0.5]))
     array([0.45445261])
     """
+    if static_argnums != ():
+        return _with_static(fun, static_argnums)
     name = getattr(fun, "__name__", None) or type(fun).__name__
 
     @functools.wraps(fun)
@@ -193,6 +201,33 @@ def checkpoint(fun: Callable[P, R]) -> Callable[P, R]:
 
 
 remat = checkpoint
+
+
+def _with_static(fun, static_argnums):
+    """``checkpoint(fun, static_argnums=...)``: the static arguments are bound into a
+    function of the others, which is checkpointed (its closure holds them)."""
+    nums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+    if not all(isinstance(k, int) and not isinstance(k, bool) for k in nums):
+        raise TypeError(f"checkpoint static_argnums must be ints, got {static_argnums!r}")
+
+    @functools.wraps(fun)
+    def checkpointed(*args, **kwargs):
+        n = len(args)
+        static = {k % n: args[k] for k in nums if -n <= k < n}
+        if len(static) != len(nums):
+            raise ValueError(f"checkpoint static_argnums {static_argnums!r} is out of range "
+                             f"for a call with {n} positional argument(s)")
+        dynamic = [a for k, a in enumerate(args) if k not in static]
+
+        def bound(*dyn, **kw):
+            it = iter(dyn)
+            return fun(*[static[k] if k in static else next(it) for k in range(n)], **kw)
+
+        bound.__name__ = getattr(fun, "__name__", "f")
+        bound.__wrapped__ = fun
+        return checkpoint(bound)(*dynamic, **kwargs)
+
+    return checkpointed
 
 
 def _closure_inputs(fun):
