@@ -55,7 +55,8 @@ PYTHON_IMPL = {  # NumPy's own Python code runs on traced values, derivatives ch
     "np.asarray_chkfinite", "np.piecewise", "np.linalg.cross", "np.linalg.diagonal",
     "np.linalg.matrix_transpose", "np.linalg.trace", "np.linalg.tensorinv", "np.fft.fftshift",
     "np.fft.ifftshift", "np.asarray", "np.asanyarray", "np.array", "np.ascontiguousarray",
-    "np.asfortranarray", "np.histogram_bin_edges", "np.unique_all", "np.unique_counts",
+    "np.asfortranarray", "np.histogram2d", "np.histogramdd", "np.histogram_bin_edges",
+    "np.unique_all", "np.unique_counts",
     "np.unique_inverse", "np.intersect1d", "np.union1d", "np.setdiff1d", "np.setxor1d",
 }
 INTEGER_RESULT = {  # boolean or integer results: no derivative, by definition

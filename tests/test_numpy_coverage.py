@@ -51,6 +51,11 @@ PROBES = {
     "np.linalg.tensorinv": lambda x: np.linalg.tensorinv(x.reshape(2, 2) + 2 * np.eye(2), ind=1),
     "np.fft.fftshift": lambda x: np.fft.fftshift(x),
     "np.fft.ifftshift": lambda x: np.fft.ifftshift(x),
+    "np.histogram2d": lambda x: np.histogram2d(np.array([0.1, 0.5, 0.9, 0.3]),
+                                               np.array([0.2, 0.6, 0.7, 0.1]), bins=2,
+                                               weights=x)[0] ** 2,
+    "np.histogramdd": lambda x: np.histogramdd(np.array([[0.1, 0.2], [0.5, 0.6], [0.9, 0.7],
+                                                         [0.3, 0.1]]), bins=2, weights=x)[0] ** 2,
     "np.asarray": lambda x: np.asarray(x) * 2,
     "np.asanyarray": lambda x: np.asanyarray(x) * 2,
     "np.array": lambda x: np.array(x) * 2,
@@ -69,7 +74,7 @@ PROBES = {
 
 # Functions with no rule and no working Python implementation yet.  Shrink it as rules land;
 # a function numerical code reaches for does not belong here for long.
-KNOWN_MISSING = {"np.histogram2d", "np.histogramdd", "np.polydiv", "np.roots"}
+KNOWN_MISSING: set = set()
 # The table is generated with the newest NumPy; these exist only in older versions.
 REMOVED_SINCE = {"np.in1d", "np.trapz"}
 
@@ -118,3 +123,20 @@ def test_polymul_and_extract():
                                np.polymul(a, b))
     rune.check_grads(np.polymul, a, b, order=2)
     rune.check_grads(lambda x: np.extract(x > 0.5, x), X, order=2)
+
+
+def test_polydiv_and_roots():
+    u, v = np.array([1.0, -3.0, 2.0, 5.0]), np.array([2.0, 1.0])
+    for k in (0, 1):
+        got = rune.jvp(lambda u: np.polydiv(u, v)[k], (u,), (np.ones(4),))[0]
+        np.testing.assert_allclose(got, np.polydiv(u, v)[k])
+        rune.check_grads(lambda u, v: np.polydiv(u, v)[k], u, v, order=2)
+    p = np.array([0.0, 1.0, -6.0, 11.0, -6.0, 0.0])      # leading and trailing zeros
+    np.testing.assert_allclose(np.sort(np.real(rune.jvp(np.roots, (p,), (p,))[0])),
+                               np.sort(np.real(np.roots(p))), atol=1e-12)
+    # d r / d p_k = -r^(n-k) / p'(r) at the simple root r = 3 of (x-1)(x-2)(x-3)
+    J = rune.jacfwd(lambda p: np.real(np.roots(p)))(p[1:-1])
+    np.testing.assert_allclose(J[0], -np.array([27.0, 9.0, 3.0, 1.0]) / 2.0)
+    rune.check_grads(lambda p: np.sort(np.real(np.roots(p))), p[1:-1], order=2)
+    got = rune.vmap(lambda p: np.sort(np.real(np.roots(p))))(np.stack([p[1:-1], 2 * p[1:-1]]))
+    np.testing.assert_allclose(got, [[1.0, 2.0, 3.0]] * 2)

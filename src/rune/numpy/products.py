@@ -156,3 +156,55 @@ def polymul(a1, a2):
                                   "values; pass the coefficient arrays")
     a1, a2 = (np.atleast_1d(a) for a in (a1, a2))
     return np.convolve(a1, a2)
+
+
+@implements(np.polydiv)
+def polydiv(u, v):
+    """Quotient and remainder of polynomial division (coefficients, highest power first),
+    as NumPy computes them: long division, written with traced operations."""
+    if isinstance(u, np.poly1d) or isinstance(v, np.poly1d):
+        raise NotImplementedError("np.polydiv of np.poly1d objects is not supported on traced "
+                                  "values; pass the coefficient arrays")
+    u, v = (np.atleast_1d(a) for a in (u, v))
+    w = u[0] + v[0]       # the result dtype, as NumPy's u[0] + v[0]
+    m, n = len(u) - 1, len(v) - 1
+    scale = 1.0 / v[0]
+    q = np.zeros(max(m - n + 1, 1), dtype=w.dtype) * w
+    r = u.astype(w.dtype) if isinstance(u, Tracer) else np.asarray(u, w.dtype) + 0 * w
+    for k in range(0, m - n + 1):
+        d = scale * r[k]
+        q[k] = d
+        r[k:k + n + 1] = r[k:k + n + 1] - d * v
+    # NumPy trims leading (near-)zeros of the remainder (allclose(r[0], 0): |r[0]| <= 1e-8),
+    # a decision on the values (bool(): per example under vmap)
+    start = 0
+    while start < len(r) - 1 and bool(np.abs(r[start]) <= 1e-8):
+        start += 1
+    return q, r[start:]
+
+
+@implements(np.roots)
+def roots(p):
+    """The roots of a polynomial: the eigenvalues of its companion matrix, as NumPy
+    computes them (leading and trailing zero coefficients trimmed on the values)."""
+    p = np.atleast_1d(p)
+    if p.ndim != 1:
+        raise ValueError("Input must be a rank-1 array.")
+    # trimming is a decision on the values (bool(): per example under vmap)
+    nz = [k for k in range(len(p)) if bool(p[k] != 0)]
+    if not nz:
+        return np.array([])
+    trailing = len(p) - nz[-1] - 1
+    p = p[nz[0]:nz[-1] + 1]
+    n = len(p)
+    if n > 1:
+        first = np.reshape(-p[1:] / p[0], (1, n - 1))
+        below = np.eye(n - 2, n - 1, dtype=float) * (0 * p[0] + 1) if n > 2 else None
+        companion = first if below is None else np.concatenate([first, below], axis=0)
+        r = np.linalg.eigvals(companion)
+    else:
+        r = np.zeros(0, dtype=p.dtype)
+    if trailing:
+        r = np.concatenate([r, np.zeros(trailing, dtype=r.dtype)])
+    return r
+
