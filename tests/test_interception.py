@@ -6,6 +6,7 @@ import _thread
 import gc
 import os
 import pickle
+import signal
 import subprocess
 import sys
 import textwrap
@@ -186,7 +187,17 @@ def test_numpy_modules_first_imported_during_a_transformation_in_a_fresh_process
     assert out.stdout.startswith("ok"), out.stdout
 
 
-def test_asynchronous_keyboard_interrupt_leaves_nothing_behind():
+@pytest.fixture
+def sigint_raises():
+    """Python's KeyboardInterrupt handler for SIGINT, which a non-interactive shell's
+    background job (make test runs the two suites side by side) starts with ignored, and
+    _thread.interrupt_main then does nothing."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+def test_asynchronous_keyboard_interrupt_leaves_nothing_behind(sigint_raises):
     def f(x):
         for _ in range(30):
             x = rune.grad(lambda y: np.sum(np.asarray(y) * np.tanh(y)))(x)
