@@ -39,13 +39,20 @@ def implements(*np_functions):
     return deco
 
 
-def wrap_while_active(module, attr, make_wrapper):
+ONLY_THERE: set = set()   # (module, attr) replaced in ``module`` alone (see wrap_while_active)
+
+
+def wrap_while_active(module, attr, make_wrapper, *, only_there=False):
     """While a transformation is active, calls of ``module.attr`` (once ``module`` has been
     imported by anyone) in a context with a transformation go to ``make_wrapper(original)``:
     for NumPy's and SciPy's pure-Python functions that need help with traced values.
     NumPy's objects are replaced wherever NumPy's modules hold them, SciPy's wherever
     any module does; ``attr`` may be ``"Class.method"`` (replaced on the class).
-    :mod:`rune.intercept` installs and removes the wrappers (``docs/interception.md``)."""
+    ``only_there=True`` replaces it in ``module`` alone (each place costs time at every
+    transformation's start).  :mod:`rune.intercept` installs and removes the wrappers
+    (``docs/interception.md``)."""
+    if only_there:
+        ONLY_THERE.add((module, attr))
     WRAPPED.append((module, attr, make_wrapper))
 
 

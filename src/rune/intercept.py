@@ -33,7 +33,7 @@ import os
 import sys
 import threading
 
-from . import core
+from . import core, dispatch
 from .dispatch import WRAPPED as _ENTRIES, wrap_while_active
 
 __all__ = ["wrap_while_active", "unregister", "installed_sites"]
@@ -62,6 +62,8 @@ def _in_scope(name, homes):
     but not SciPy's internal modules (each place costs time at every start)."""
     if homes is None:
         return _in_package(name, "numpy")
+    if type(homes) is tuple:        # ("only", module): registered with only_there
+        return name == homes[1]
     return name in homes or not _in_package(name, "scipy")
 
 
@@ -134,7 +136,7 @@ def _resolve():
             continue        # defensively: a private helper this version does not have
         if id(obj) in _by_orig:     # registered under another module too (a re-export)
             homes = _by_orig[id(obj)][2]
-            if homes is not None:
+            if isinstance(homes, set):
                 homes.add(module)
             continue
         wrapper = _guard(obj, make_wrapper(obj))
@@ -144,8 +146,11 @@ def _resolve():
             if isinstance(owner, type) and owner.__dict__.get(key) is obj:
                 _class_sites.append((owner, key, obj, wrapper))
             continue
-        _by_orig[id(obj)] = (obj, wrapper,
-                             None if _in_package(module, "numpy") else {module})
+        if (module, attr) in dispatch.ONLY_THERE:
+            homes = ("only", module)
+        else:
+            homes = None if _in_package(module, "numpy") else {module}
+        _by_orig[id(obj)] = (obj, wrapper, homes)
 
 
 def _scan(name, mod):

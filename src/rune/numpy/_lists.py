@@ -32,4 +32,4 @@ def accept_traced_lists(*np_funcs):
                     return FUNCTIONS[np_func](*args, **kwargs)
                 return orig(*args, **kwargs)
             return wrapper
-        dispatch.wrap_while_active(np_func.__module__, np_func.__name__, make)
+        dispatch.wrap_while_active(np_func.__module__, np_func.__name__, make, only_there=True)
