@@ -182,3 +182,25 @@ def test_pinv_second_derivatives_agree_with_inv_on_an_ill_conditioned_matrix():
     assert np.max(np.abs(h_pinv - h_inv)) <= bound * np.max(np.abs(h_inv))
     g_pinv, g_inv = rune.grad(f_pinv)(A), rune.grad(f_inv)(A)
     assert np.max(np.abs(g_pinv - g_inv)) <= bound * np.max(np.abs(g_inv))
+
+
+def test_checkpoints_nested_past_the_recursion_limit_give_a_clear_error():
+    def f(x, depth):
+        g = np.sin
+        for _ in range(depth):
+            g = (lambda h: rune.checkpoint(lambda y: h(y) * 1.0))(g)
+        return np.sum(g(x))
+    x = np.ones(3)
+    with pytest.raises(ValueError, match="recursion limit") as info:
+        rune.grad(f)(x, 200)
+    assert isinstance(info.value, RecursionError)
+    assert core.active_traces() == ()
+    np.testing.assert_allclose(rune.grad(f)(x, 10), np.cos(x))    # the next call works
+
+
+def test_a_deep_caller_stack_is_not_reported_as_a_cyclic_tree():
+    def recurse(n):
+        return recurse(n + 1) if n < 10_000 else rune.tree.flatten((1.0, 2.0))
+    with pytest.raises(RecursionError) as info:
+        recurse(0)
+    assert "contains itself" not in str(info.value)

@@ -32,6 +32,7 @@ from the arguments (an object holding one, a nested function) makes
 from __future__ import annotations
 
 import functools
+import sys
 import types
 from collections.abc import Callable
 
@@ -194,13 +195,28 @@ def checkpoint(fun: Callable[P, R], *, static_argnums: int | tuple[int, ...] = (
 
         flat_fun.__name__ = name
         flat_fun.__wrapped__ = _function_key_holder(fun)
-        outs = bind_call(CheckpointCall(flat_fun, name), leaves)
+        try:
+            outs = bind_call(CheckpointCall(flat_fun, name), leaves)
+        except RecursionError as e:
+            if isinstance(e, CheckpointDepthError):
+                raise
+            raise CheckpointDepthError(
+                f"checkpoint({name}) is nested deeper than Python's recursion limit allows "
+                f"(sys.getrecursionlimit() is {sys.getrecursionlimit()}; each nested "
+                f"checkpoint costs a few dozen frames, more in the backward pass's re-run). "
+                f"Checkpoint fewer, larger blocks, or raise the limit with "
+                f"sys.setrecursionlimit") from e
         return tree_util.unflatten(state["tree"], outs)
 
     return checkpointed
 
 
 remat = checkpoint
+
+
+class CheckpointDepthError(RecursionError, ValueError):
+    """Checkpoints nested deeper than Python's recursion limit allows (a ValueError about
+    the program's shape, and the RecursionError it comes from)."""
 
 
 def _with_static(fun, static_argnums):

@@ -206,7 +206,23 @@ def flatten(tree: PyTree, is_leaf: IsLeaf = None) -> tuple[list[Any], TreeDef]:
     try:
         return leaves, _flatten(tree, leaves, is_leaf)
     except RecursionError:
+        if _shallow(tree):      # the stack was deep already (the caller's recursion)
+            raise
         raise _cyclic(tree) from None
+
+
+def _shallow(tree, limit=200):
+    """Whether ``tree`` is a finite tree less than ``limit`` levels deep (iteratively)."""
+    stack = [(tree, 0, ())]
+    while stack:
+        node, depth, path = stack.pop()
+        if depth > limit or id(node) in path:
+            return False
+        kind = _node_type(type(node))
+        if kind is not _LEAF:
+            children = kind.flatten(node)[0]
+            stack.extend((c, depth + 1, path + (id(node),)) for c in children)
+    return True
 
 
 def _cyclic(tree):
