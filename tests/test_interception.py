@@ -251,3 +251,27 @@ def test_a_replacement_made_during_a_transformation_is_left_alone():
     finally:
         np.asanyarray = saved
     assert np.asanyarray is ORIGINALS["asanyarray"]
+
+
+def test_vectorize_and_scalar_types_are_contained_and_restored():
+    """np.vectorize's call and np.float64 & co. are replaced while a transformation is
+    active; another thread still gets NumPy's own behaviour, and all is restored after."""
+    vectorize_call = np.vectorize.__dict__["_vectorize_call"]
+    float64 = np.float64
+    with InsideGrad():
+        assert ("vectorize", "_vectorize_call") in intercept.installed_sites()
+        assert np.vectorize.__dict__["_vectorize_call"] is not vectorize_call
+        assert np.float64 is not float64 and np.float64 == float64
+        out = {}
+
+        def worker():
+            out["v"] = np.vectorize(lambda a: a * 2.0)(np.arange(3.0))
+            out["f"] = np.float64(2)
+        t = threading.Thread(target=worker)
+        t.start()
+        t.join(10)
+        np.testing.assert_array_equal(out["v"], [0.0, 2.0, 4.0])
+        assert type(out["f"]) is float64
+    assert np.vectorize.__dict__["_vectorize_call"] is vectorize_call
+    assert np.float64 is float64
+    assert_pristine()

@@ -16,13 +16,16 @@ from .core import Tracer, TracerConversionError, _np_asarray
 
 __all__ = ["UFUNCS", "FUNCTIONS", "REDUCE", "ACCUMULATE", "implements", "register_ufunc",
            "OutRefusedError", "NeedsPerExample", "transformation_name", "WRAPPED",
-           "wrap_while_active"]
+           "STAND_INS", "wrap_while_active"]
 
 UFUNCS: dict = {}      # ufunc -> primitive (or handler)
 FUNCTIONS: dict = {}   # NumPy function -> handler
 REDUCE: dict = {}      # ufunc -> handler(x, axis, keepdims) for ufunc.reduce
 ACCUMULATE: dict = {}  # ufunc -> handler(x, axis) for ufunc.accumulate
 WRAPPED: list = []     # (module name, attribute, make_wrapper), see wrap_while_active
+# (namespace dict, [(name, original, stand-in)]): names replaced outright (not by a guarded
+# wrapper) while a transformation is active, by identity like the rest (NumPy's scalar types)
+STAND_INS: list = []
 
 
 def register_ufunc(ufunc, handler):

@@ -46,6 +46,7 @@ _scanned = {}        # module name -> (module, [(key, id(original))])
 _seen = [-1] * 4      # what _refresh saw last (see there)
 _module_sites = []   # (module dict, key, original, wrapper): where to install
 _installed = []      # (namespace dict or class, key, original, wrapper, is_class)
+_stand_ins_seen = []  # dispatch.STAND_INS when _module_sites was made
 _modules_at_install = [0]
 _SKIP = ("rune", "numpy._core._multiarray_umath")
 BEFORE_REFRESH = []  # callables run before each refresh (they may register more)
@@ -191,9 +192,13 @@ def _refresh():
 def install():
     for hook in BEFORE_REFRESH:
         hook()
-    if _refresh():
+    if _refresh() or len(_stand_ins_seen) != len(dispatch.STAND_INS):
         _module_sites[:] = [(mod.__dict__, key) + _by_orig[oid][:2]
                             for mod, found in _scanned.values() for key, oid in found]
+        _module_sites.extend((d, key, orig, stand_in)
+                             for d, sites in dispatch.STAND_INS
+                             for key, orig, stand_in in sites)
+        _stand_ins_seen[:] = dispatch.STAND_INS
     sites = []
     for d, key, orig, wrapper in _module_sites:
         value = d.get(key)

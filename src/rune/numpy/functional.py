@@ -21,9 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import core
 from ..core import Tracer
-from ..dispatch import FUNCTIONS, implements
+from ..dispatch import FUNCTIONS, implements, wrap_while_active
 
 __all__ = ["apply_along_axis"]
 
@@ -64,13 +63,16 @@ def _vectorize_traced(self, func, args):
     return shaped[0] if single else tuple(shaped)
 
 
-_np_vectorize_call = np.vectorize._vectorize_call
+def _vectorize_call_with(np_vectorize_call):
+    def _vectorize_call(self, func, args):
+        if self.signature is None and _has_tracer(args):
+            return _vectorize_traced(self, func, args)
+        return np_vectorize_call(self, func, args)
+    return _vectorize_call
 
 
-def _vectorize_call(self, func, args):
-    if self.signature is None and _has_tracer(args):
-        return _vectorize_traced(self, func, args)
-    return _np_vectorize_call(self, func, args)
+# np.vectorize's call goes through vmap while a transformation is active (in that context)
+wrap_while_active("numpy", "vectorize._vectorize_call", _vectorize_call_with)
 
 
 @implements(np.apply_along_axis)
@@ -100,25 +102,6 @@ def apply_along_axis(func1d, axis, arr, *args, **kwargs):
     k = len(outer)
     perm = tuple(range(axis)) + tuple(range(k, k + len(rshape))) + tuple(range(axis, k))
     return np.transpose(res, perm)
-
-
-def _install():
-    np.vectorize._vectorize_call = _vectorize_call
-
-
-def _uninstall():
-    np.vectorize._vectorize_call = _np_vectorize_call
-
-
-def _chain(first, then):
-    def hook():
-        first()
-        then()
-    return hook
-
-
-core._coercion_hooks[0] = _chain(core._coercion_hooks[0], _install)
-core._coercion_hooks[1] = _chain(core._coercion_hooks[1], _uninstall)
 
 
 @implements(np.piecewise)

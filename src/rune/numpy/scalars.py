@@ -31,7 +31,7 @@ import numpy as np
 
 from .. import core
 from ..core import Tracer
-from ..dispatch import FUNCTIONS
+from ..dispatch import FUNCTIONS, STAND_INS
 
 __all__ = ["scalar_indexing_enabled"]
 
@@ -176,15 +176,6 @@ def _install_casts():
     global scalar_indexing_enabled
     if scalar_indexing_enabled is None:
         scalar_indexing_enabled = _enable_scalar_indexing()
-    d = np.__dict__
-    for name, stand_in in _NAMES:
-        d[name] = stand_in
-
-
-def _uninstall_casts():
-    d = np.__dict__
-    for name, stand_in in _NAMES:
-        d[name] = stand_in._rune_original
 
 
 def _chain(first, then):
@@ -194,5 +185,8 @@ def _chain(first, then):
     return hook
 
 
+# np.float64 & co. become their stand-ins while a transformation is active (rune.intercept
+# installs and removes them with its own names)
+STAND_INS.append((np.__dict__, [(name, stand_in._rune_original, stand_in)
+                                for name, stand_in in _NAMES]))
 core._coercion_hooks[0] = _chain(core._coercion_hooks[0], _install_casts)
-core._coercion_hooks[1] = _chain(core._coercion_hooks[1], _uninstall_casts)
