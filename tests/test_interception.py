@@ -28,7 +28,8 @@ def assert_pristine():
         assert getattr(np, name) is orig, name
     assert core.active_traces() == ()
     assert not core._holders and core._active_count == 0
-    assert not intercept._installed
+    assert not intercept._installed and intercept.installed_sites() == []
+    assert not [key for d, key, _, wrapper in intercept._module_sites if d.get(key) is wrapper]
 
 
 class InsideGrad:

@@ -45,7 +45,8 @@ _class_sites = []    # (class, name, original, wrapper)
 _scanned = {}        # module name -> (module, [(key, id(original))])
 _seen = [-1] * 4      # what _refresh saw last (see there)
 _module_sites = []   # (module dict, key, original, wrapper): where to install
-_installed = []      # (namespace dict or class, key, original, wrapper, is_class)
+_installed = []      # (class, key, original, wrapper): the methods replaced now
+_is_installed = [False]
 _stand_ins_seen = []  # dispatch.STAND_INS when _module_sites was made
 _modules_at_install = [0]
 _SKIP = ("rune", "numpy._core._multiarray_umath")
@@ -94,8 +95,11 @@ def installed_sites():
     >>> rune.grad(f)(1.0), seen, intercept.installed_sites()    # removed on exit
     (2.0, [True], [])
     """
-    return [(getattr(ns, "__name__", None) or ns.get("__name__"), key)
-            for ns, key, _, _, _ in _installed]
+    if not _is_installed[0]:
+        return []
+    return ([(d.get("__name__"), key) for d, key, _, wrapper in _module_sites
+             if d.get(key) is wrapper]
+            + [(cls.__name__, key) for cls, key, _, _ in _installed])
 
 
 def _lookup(module, attr):
@@ -199,33 +203,34 @@ def install():
                              for d, sites in dispatch.STAND_INS
                              for key, orig, stand_in in sites)
         _stand_ins_seen[:] = dispatch.STAND_INS
-    sites = []
+    # Module sites: no record of what was installed (uninstall restores every site that
+    # holds rune's wrapper, and only those): one identity test and one store a site.
     for d, key, orig, wrapper in _module_sites:
-        value = d.get(key)
-        if value is orig:
+        if d.get(key) is orig:
             d[key] = wrapper
-        if value is orig or value is wrapper:      # wrapper: a retry after an interruption
-            sites.append((d, key, orig, wrapper, False))
+    sites = []
     for cls, key, orig, wrapper in _class_sites:
         value = cls.__dict__.get(key)
         if value is orig:
             setattr(cls, key, wrapper)
-        if value is orig or value is wrapper:
-            sites.append((cls, key, orig, wrapper, True))
+        if value is orig or value is wrapper:      # wrapper: a retry after an interruption
+            sites.append((cls, key, orig, wrapper))
     _installed[:] = sites
+    _is_installed[0] = True
     _modules_at_install[0] = len(sys.modules)
 
 
 def uninstall():
-    for ns, key, orig, wrapper, is_class in _installed:
-        if is_class:
-            if ns.__dict__.get(key) is wrapper:
-                setattr(ns, key, orig)
-        elif ns.get(key) is wrapper:
-            ns[key] = orig
+    for d, key, orig, wrapper in _module_sites:
+        if d.get(key) is wrapper:
+            d[key] = orig
+    for cls, key, orig, wrapper in _installed:
+        if cls.__dict__.get(key) is wrapper:
+            setattr(cls, key, orig)
     if len(sys.modules) != _modules_at_install[0]:
         _restore_in_new_modules()
     _installed.clear()
+    _is_installed[0] = False
 
 
 def _restore_in_new_modules():

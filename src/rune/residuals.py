@@ -80,7 +80,7 @@ class _Plan:
     gives one plan per set of arguments with a derivative (``per``, ``sub``)."""
 
     __slots__ = ("decl", "args", "shapes", "out", "gone", "nothing", "per", "sub", "masks",
-                 "zeros", "gone_out")
+                 "zeros", "gone_out", "pair")
 
     def __init__(self, prim, decl=False):
         decl = self.decl = prim.residuals if decl is False else decl
@@ -108,6 +108,11 @@ class _Plan:
             "is kept: declare \"out\")"
         self.nothing = self.args is False and not self.shapes
         self.masks = {}
+        # two arguments, some kept whole, the others dropped with their shapes (x * 1.5
+        # keeps the 1.5): the flags, for rune.reverse's fast path
+        self.pair = None
+        if not self.shapes and self.args not in (True, False):
+            self.pair = _keep_mask(self, 2)
         # how structural zeros cross the node (Node.zeros)
         self.zeros = MASKS if prim.masks else ELEMENTWISE if prim.elementwise else \
             LAYOUT if prim.layout else 0
@@ -139,20 +144,30 @@ def _entries(prim, decl):
     return tuple(decl)
 
 
-_plans: dict[object, object] = {}
-
-
 def _plan(prim):
-    """The plan of ``prim``, made once: its ``residuals`` are read when it is first recorded."""
-    plan = _plans.get(prim)
+    """The plan of ``prim``, made once (kept on the primitive): its ``residuals`` are read
+    when it is first recorded."""
+    plan = prim.plan
     if plan is None:
-        plan = _plans[prim] = _Plan(prim)
+        plan = prim.plan = _Plan(prim)
     return plan
 
 
 def _kept_args(plan, vals, name):
     """The arguments as the tape keeps them: declared ones whole, the others dropped."""
     n = len(vals)
+    mask = plan.masks.get(n) or _keep_mask(plan, n)
+    if not plan.shapes:
+        g = plan.gone[1][0]
+        return [v if k else g for v, k in zip(vals, mask)]
+    return [v if k or not hasattr(v, "shape") else
+            Dropped(v, name, f"the value of its argument {i} (only its shape and dtype "
+                             f"are kept)")
+            for i, (v, k) in enumerate(zip(vals, mask))]
+
+
+def _keep_mask(plan, n):
+    """For ``n`` arguments, whether each is kept whole (made once per plan and arity)."""
     mask = plan.masks.get(n)
     if mask is None:
         keep = plan.args
@@ -161,13 +176,7 @@ def _kept_args(plan, vals, name):
             kept.update(range(n)[d] if isinstance(d, slice) else (d % n,) if -n <= d < n
                         else ())
         mask = plan.masks[n] = tuple(keep is True or i in kept for i in range(n))
-    if not plan.shapes:
-        g = plan.gone[1][0]
-        return [v if k else g for v, k in zip(vals, mask)]
-    return [v if k or not hasattr(v, "shape") else
-            Dropped(v, name, f"the value of its argument {i} (only its shape and dtype "
-                             f"are kept)")
-            for i, (v, k) in enumerate(zip(vals, mask))]
+    return mask
 
 
 _new = object.__new__

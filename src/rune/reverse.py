@@ -35,8 +35,7 @@ from .api_util import (
 from .calls import leaked
 from .primitives.backends import seed_like
 from .residuals import (  # noqa: F401  (Dropped, ResidualError, _Plan: also used from here)
-    ELEMENTWISE, LAYOUT, MASKS, Dropped, ResidualError, _Meta, _Plan, _kept_args, _new, _plan,
-    _plans)
+    ELEMENTWISE, LAYOUT, MASKS, Dropped, ResidualError, _Meta, _Plan, _kept_args, _new, _plan)
 from .core import Trace, Tracer, bind, new_trace, rank, stop_leaf, tracer_class_pair
 from .typing import ArgNums, P, T
 
@@ -56,8 +55,9 @@ class Node:
         self.params = params
         self.out = out          # the unwrapped output (a tuple for multiple results)
         self.parents = parents  # tuple of (arg index, parent node, output position)
-        self.meta = out if meta is None else meta   # what has the output's shape and dtype
-        #                 (None: the node itself, its ``shape`` and ``dtype``, set by the trace)
+        self.meta = out if meta is None else None if meta is False else meta   # what has
+        #   the output's shape and dtype (False, stored None: the node itself, its ``shape``
+        #   and ``dtype``, set by the trace)
         self.zeros = zeros      # how structural zeros cross it: 0, ELEMENTWISE or MASKS
 
 
@@ -112,17 +112,31 @@ class ReverseTrace(Trace):
         return vals, parents
 
     def process(self, prim, args, params):
-        vals, parents = self.unwrap(args)
+        # W1's per-operation overhead lives here: unwrap inline, one plan read from the
+        # primitive, one Node, one tracer
+        vals = []
+        parents = []
+        i = 0
+        for a in args:
+            if isinstance(a, ReverseTracer) and a._trace is self:
+                vals.append(a._val)
+                if a._node is not None:
+                    parents.append((i, a._node, a._pos))
+            else:
+                vals.append(a)
+            i += 1
         out = prim.impl(*vals, **params) if self.bottom else bind(prim, *vals, **params)
         if prim.nondiff:
             return out
         if not parents:
             node = None
         else:
-            if prim.vjp is None:
-                raise NotImplementedError(
-                    f"{prim.name!r} has no reverse-mode rule, so it cannot be used under grad/vjp")
-            plan = _plans.get(prim) or _plan(prim)
+            plan = prim.plan
+            if plan is None:
+                if prim.vjp is None:
+                    raise NotImplementedError(f"{prim.name!r} has no reverse-mode rule, so it "
+                                              f"cannot be used under grad/vjp")
+                plan = _plan(prim)
             if plan.per is not None:      # what is read depends on which arguments are traced
                 plan = plan.sub.get(parents[0][0] if len(parents) == 1 else
                                     tuple([p[0] for p in parents])) \
@@ -130,21 +144,28 @@ class ReverseTrace(Trace):
             # Keep only what the VJP rules read (SPEC: the memory floor), at every size,
             # so that a layer's pre-activation is freed as soon as the forward pass drops it.
             if plan.nothing:
-                vals = plan.gone[len(vals)] if len(vals) < 8 else _kept_args(plan, vals,
-                                                                              prim.name)
+                vals = plan.gone[i] if i < 8 else _kept_args(plan, vals, prim.name)
             elif plan.args is not True:
-                vals = _kept_args(plan, vals, prim.name)
+                keep = plan.pair
+                if keep is not None and i == 2:
+                    g = plan.gone[1][0]
+                    vals = [vals[0] if keep[0] else g, vals[1] if keep[1] else g]
+                else:
+                    vals = _kept_args(plan, vals, prim.name)
             if plan.out:
                 node = Node(prim.vjp, vals, params, out, parents, None, plan.zeros)
             elif prim.multiple_results:
                 dropped = tuple(Dropped(o, prim.name, f"its output {k}")
                                 for k, o in enumerate(out))
                 node = Node(prim.vjp, vals, params, dropped, parents, dropped, plan.zeros)
-            else:
+            elif type(out) is np.ndarray:
                 # The output's shape and dtype go in the node itself (no object to make:
                 # W1's per-operation overhead); its rules see a stand-in without either.
-                node = Node(prim.vjp, vals, params, plan.gone_out, parents, plan.gone_out,
-                            plan.zeros)
+                node = Node(prim.vjp, vals, params, plan.gone_out, parents, False, plan.zeros)
+                node.shape = out.shape
+                node.dtype = out.dtype
+            else:
+                node = Node(prim.vjp, vals, params, plan.gone_out, parents, None, plan.zeros)
                 try:
                     node.shape = out.shape
                     node.dtype = out.dtype
