@@ -41,6 +41,7 @@ from .dispatch import NeedsPerExample, FUNCTIONS
 from .primitives.backends import is_duck_array
 from .typing import AxisSpec, P
 
+_ndarray = np.ndarray
 __all__ = ["vmap", "moveaxis_to", "NeedsPerExample"]
 
 
@@ -59,7 +60,7 @@ class BatchTracer(Tracer):
     _extra = {"_bdim": None}
 
     def __new__(cls, val, bdim, trace):
-        nd = rank(val) - (bdim is not None)
+        nd = (val.ndim if type(val) is _ndarray else rank(val)) - (bdim is not None)
         self = object.__new__(_BatchArrayTracer if nd else BatchTracer)
         self._val = val
         self._bdim = bdim

@@ -105,9 +105,6 @@ class Primitive:
         self.plan = None    # what the reverse-mode tape keeps (rune.residuals), made when
         #                     first recorded
 
-    def __call__(self, *args, **params):
-        return bind(self, *args, **params)
-
     def __repr__(self):
         return f"Primitive({self.name})"
 
@@ -118,6 +115,10 @@ def bind(prim, *args, **params):
     if trace is None:
         return prim.impl(*args, **params)
     return trace.process(prim, args, params)
+
+
+# prim(*args) is bind(prim, *args) itself: one Python frame less on every operation
+Primitive.__call__ = bind  # type: ignore[method-assign,assignment]
 
 
 def top_trace(args, what):

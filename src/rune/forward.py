@@ -27,6 +27,7 @@ from .api_util import (
 from .calls import bind_call, leaked
 from .core import Trace, Tracer, bind, new_trace, rank, stop_leaf, tracer_class_pair
 
+_ndarray = np.ndarray
 __all__ = ["jvp"]
 
 
@@ -35,7 +36,8 @@ class ForwardTracer(Tracer):
     _extra = {"_tan": None, "_zeros": None}
 
     def __new__(cls, val, tan, trace, zeros=None):
-        self = object.__new__(_ForwardArrayTracer if rank(val) else ForwardTracer)
+        self = object.__new__(_ForwardArrayTracer if (
+            val.ndim if type(val) is _ndarray else rank(val)) else ForwardTracer)
         self._val = val
         self._tan = tan
         self._trace = trace

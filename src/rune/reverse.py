@@ -41,6 +41,7 @@ from .typing import ArgNums, P, T
 
 Pullback = Callable[[Any], tuple[Any, ...]]
 
+_ndarray = np.ndarray
 __all__ = ["vjp", "grad", "value_and_grad", "stop_gradient"]
 
 
@@ -68,7 +69,8 @@ class ReverseTracer(Tracer):
     _extra = {"_node": None, "_pos": None}
 
     def __new__(cls, val, trace, node, pos=None):
-        self = object.__new__(_ReverseArrayTracer if rank(val) else ReverseTracer)
+        self = object.__new__(_ReverseArrayTracer if (
+            val.ndim if type(val) is _ndarray else rank(val)) else ReverseTracer)
         self._val = val
         self._trace = trace
         self._node = node
@@ -291,7 +293,8 @@ def backward(tape, seeds):
                 meta = pnode
             if m is not None:
                 m = _fit_mask(m, c, meta.shape)
-            c = _fit(c, meta)
+            if c.shape != meta.shape or c.dtype != meta.dtype:
+                c = _fit(c, meta)
             prev = cts.get(pnode)
             if prev is None:
                 cts[pnode] = c
