@@ -156,3 +156,25 @@ def test_inputs_not_mutated():
     loss = lambda a, v: np.sum(np.convolve(a, v) ** 2) + np.sum(np.correlate(a, v, "same"))  # noqa
     rune.grad(loss, argnums=(0, 1))(a, v)
     rune.grad(lambda a: np.sum(np.kron(a, v)) + np.sum(np.vander(a, 3)))(a)
+
+
+# --------------------------------------------------------------------------
+# matmul of a vector and a matrix: its VJPs are outer products (one einsum)
+# --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("vec_first", [True, False], ids=["v@M", "M@v"])
+def test_vector_matrix_products_have_checked_derivatives(vec_first):
+    rng = np.random.default_rng(3)
+    v, M = rng.standard_normal(4), rng.standard_normal((4, 4))[:, :3]
+    v = v if vec_first else v[:3]
+    f = (lambda v, M: np.tanh(v @ M)) if vec_first else (lambda v, M: np.tanh(M @ v))
+    rune.check_grads(f, v, M, order=2)
+    loss = lambda v, M: np.sum(f(v, M) ** 2)                        # noqa: E731
+    # per-example gradients in the matrix (vmap of the outer product) against a loop
+    vs = rng.standard_normal((5,) + v.shape)
+    got = rune.vmap(rune.grad(loss, argnums=1), in_axes=(0, None))(vs, M)
+    want = np.stack([rune.grad(loss, argnums=1)(vi, M) for vi in vs])
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    g32 = rune.grad(loss, argnums=(0, 1))(v.astype(np.float32), M.astype(np.float32))
+    assert [g.dtype for g in g32] == [np.float32, np.float32]
+    assert [g.shape for g in g32] == [v.shape, M.shape]

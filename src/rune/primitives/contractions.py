@@ -25,6 +25,8 @@ def _matmul_vjp_x(ct, out, x, y):
     if ndim(y) == 1:
         if ndim(x) == 1:
             return ct * y
+        if ndim(x) == 2:        # an outer product: one einsum (one kernel under vmap too)
+            return einsum_p(ct, y, spec="i,j->ij")
         return np.expand_dims(ct, -1) * y
     if ndim(x) == 1:
         return np.squeeze(np.matmul(y, np.expand_dims(ct, -1)), -1)
@@ -35,6 +37,8 @@ def _matmul_vjp_y(ct, out, x, y):
     if ndim(x) == 1:
         if ndim(y) == 1:
             return ct * x
+        if ndim(y) == 2:        # an outer product: one einsum (one kernel under vmap too)
+            return einsum_p(x, ct, spec="i,j->ij")
         return np.expand_dims(x, -1) * np.expand_dims(ct, -2)
     if ndim(y) == 1:
         return np.squeeze(np.matmul(np.expand_dims(ct, -2), x), -2)
