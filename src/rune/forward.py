@@ -84,19 +84,7 @@ class ForwardTrace(Trace):
         return primals, tangents, masked
 
     def process(self, prim, args, params):
-        # the unwrap inlined (W1's per-operation overhead)
-        primals = []
-        tangents = []
-        masked = False
-        for a in args:
-            if isinstance(a, ForwardTracer) and a._trace is self:
-                primals.append(a._val)
-                tangents.append(a._tan)
-                if a._zeros is not None:
-                    masked = True
-            else:
-                primals.append(a)
-                tangents.append(None)
+        primals, tangents, masked = self.unwrap_masked(args)
         out = prim.impl(*primals, **params) if self.bottom else bind(prim, *primals, **params)
         if prim.nondiff:
             return out

@@ -114,19 +114,9 @@ class ReverseTrace(Trace):
         return vals, parents
 
     def process(self, prim, args, params):
-        # W1's per-operation overhead lives here: unwrap inline, one plan read from the
-        # primitive, one Node, one tracer
-        vals = []
-        parents = []
-        i = 0
-        for a in args:
-            if isinstance(a, ReverseTracer) and a._trace is self:
-                vals.append(a._val)
-                if a._node is not None:
-                    parents.append((i, a._node, a._pos))
-            else:
-                vals.append(a)
-            i += 1
+        # W1's per-operation overhead lives here: one plan read from the primitive, one
+        # Node, one tracer
+        vals, parents = self.unwrap(args)
         out = prim.impl(*vals, **params) if self.bottom else bind(prim, *vals, **params)
         if prim.nondiff:
             return out
@@ -146,10 +136,11 @@ class ReverseTrace(Trace):
             # Keep only what the VJP rules read (SPEC: the memory floor), at every size,
             # so that a layer's pre-activation is freed as soon as the forward pass drops it.
             if plan.nothing:
-                vals = plan.gone[i] if i < 8 else _kept_args(plan, vals, prim.name)
+                n = len(vals)
+                vals = plan.gone[n] if n < 8 else _kept_args(plan, vals, prim.name)
             elif plan.args is not True:
                 keep = plan.pair
-                if keep is not None and i == 2:
+                if keep is not None and len(vals) == 2:
                     g = plan.gone[1][0]
                     vals = [vals[0] if keep[0] else g, vals[1] if keep[1] else g]
                 else:
