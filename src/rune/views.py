@@ -415,6 +415,8 @@ def _reshape(a, shape=None, order="C", *, newshape=None, copy=None):
 
 
 def _ravel(a, order="C"):
+    if order in ("K", "A") and isinstance(a, Tracer) and (len(a.shape) <= 1 or _is_c(a)):
+        order = "C"     # memory order, and NumPy's when C-contiguous (np.linalg.norm uses K)
     if order != "C" and isinstance(a, Tracer):
         raise NotImplementedError(f"np.ravel(order={order!r}) is not supported on traced "
                                   f"values; use np.ravel(np.transpose(a)) for Fortran order")

@@ -8,6 +8,8 @@ are compositions.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..core import Tracer, stop_leaf
@@ -87,6 +89,15 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=np._NoValue, *,
 @implements(np.std)
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=np._NoValue, *,
         where=np._NoValue, mean=np._NoValue, correction=np._NoValue):
+    axes = normalize_axes(axis, ndim(a))
+    if all(shape(a)[ax] == 1 for ax in axes):
+        # one element per result: the std is identically 0 (or NaN when ddof >= 1), a
+        # constant function of ``a`` with derivative 0, where sqrt'(0) * 0 would give NaN.
+        # ``|a - mean(a)|`` is exactly 0 with a derivative exactly 0, at every order.
+        _refuse("std", out, where)
+        ddof = ddof if correction is np._NoValue else correction
+        d = np.abs(a - globals()["mean"](a, axis=axes, dtype=dtype, keepdims=True))
+        return sum_(d, axis=axes, keepdims=keepdims) / math.sqrt(max(1 - ddof, 0))
     return np.sqrt(var(a, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims,
                        where=where, correction=correction))
 

@@ -280,7 +280,7 @@ conj_p = elementwise_primitive("conjugate", np.conjugate,
 real_p = elementwise_primitive("real", np.real, jvp=(lambda t, out, x: np.real(t),),
                                vjp=(lambda ct, out, x: ct,), residuals=())
 imag_p = elementwise_primitive("imag", np.imag, jvp=(lambda t, out, x: np.imag(t),),
-                               vjp=(lambda ct, out, x: -1j * ct,), residuals=())
+                               vjp=(lambda ct, out, x: ct * -1j,), residuals=())
 
 # --------------------------------------------------------------------------
 # No derivative: comparisons, logic, rounding, bit operations, predicates

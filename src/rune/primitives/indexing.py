@@ -48,8 +48,8 @@ def split_index(idx, x_ndim):
     template = []
     arrays = []
     for i in idx:
-        if isinstance(i, Tracer) or isinstance(i, (np.ndarray, list)):
-            if isinstance(i, list):
+        if isinstance(i, Tracer) or isinstance(i, (np.ndarray, list, tuple)):
+            if isinstance(i, (list, tuple)):     # inside an index, NumPy reads a tuple as a list
                 i = np.asarray(i)
                 if i.size == 0:
                     i = i.astype(np.intp)     # x[[]] selects nothing, as in NumPy

@@ -1,0 +1,149 @@
+"""Cases found by running HIPS autograd's own test suite against rune (through a shim that
+maps autograd's API onto rune's).  Each test names the autograd test it comes from;
+every derivative is checked with ``rune.check_grads``."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import rune
+from helpers import check_vmap
+
+R = np.random.default_rng(7)
+
+
+# --- np.imag's VJP on a NumPy scalar cotangent (autograd: test_complex.py::test_angle_complex)
+# ``-1j * ct`` with ``ct`` a np.float64 is a Python complex, which the engine cannot fit.
+
+@pytest.mark.parametrize("f", [
+    np.angle,
+    lambda z: np.sin(np.imag(z)),
+    lambda z: np.imag(z) * np.real(z),
+    lambda z: np.arctan2(np.imag(z), 1.0),
+])
+def test_imag_vjp_with_scalar_cotangent(f):
+    z = 0.3 + 0.4j
+    g = rune.grad(f)(z)
+    assert isinstance(g, complex)
+    rune.check_grads(f, z)
+    rune.check_grads(f, np.complex128(z))
+    rune.check_grads(f, np.array([0.3 + 0.4j, -1.2 + 0.5j]) if f is not np.angle else z)
+
+
+def test_angle_matches_hand_derivative():
+    # angle(x + iy) = atan2(y, x): d/dx = -y/r^2, d/dy = x/r^2; grad = d/dx - i d/dy
+    x, y = 0.3, 0.4
+    r2 = x * x + y * y
+    np.testing.assert_allclose(rune.grad(np.angle)(x + 1j * y), -y / r2 - 1j * x / r2,
+                               rtol=1e-14)
+
+
+# --- Tuples inside an index tuple are sequences, as in NumPy
+#     (autograd: test_fft.py::test_rfftn_subset, test_irfftn_subset)
+
+INDICES = [((0, 1, 0), (2, 2, 1)), (0, (1, 2)), ((0, 1),), (Ellipsis, (0, 3)),
+           (slice(None), (2, 0), 1)]
+
+
+@pytest.mark.parametrize("idx", INDICES, ids=str)
+def test_tuple_inside_index_reads(idx):
+    x = R.normal(size=(2, 3, 4))
+    np.testing.assert_array_equal(rune.vjp(lambda a: a[idx], x)[0], x[idx])
+    rune.check_grads(lambda a: a[idx] ** 2, x)
+    check_vmap(lambda a: a[idx], np.stack([x, 2 * x]))
+
+
+@pytest.mark.parametrize("idx", INDICES, ids=str)
+def test_tuple_inside_index_writes(idx):
+    x = R.normal(size=(2, 3, 4))
+
+    def f(a, v):
+        b = a.copy()
+        b[idx] = v
+        return b * a
+
+    v = 1.5
+    want = x.copy()
+    want[idx] = v
+    np.testing.assert_allclose(rune.vjp(f, x, v)[0], want * x)
+    rune.check_grads(f, x, v)
+
+
+def test_rfftn_subset():
+    x = R.normal(size=(4, 4, 4)) / 10
+    rune.check_grads(lambda a: np.fft.rfftn(a)[(0, 1, 0), (3, 2, 2)], x)
+
+
+# --- np.std over axes of length 1 (autograd: test_systematic.py::test_std)
+# One element per result: the std is identically 0, a constant, so its derivative is 0
+# (not sqrt'(0) * 0 = NaN).  Over more elements that happen to be equal it stays NaN.
+
+STD_CASES = [
+    (lambda x: np.std(x[0, 0]), (2, 3)),
+    (lambda x: np.std(x, axis=0), (1, 3)),
+    (lambda x: np.std(x, axis=0, keepdims=True), (1, 3)),
+    (lambda x: np.std(x, axis=(0, 2)), (1, 3, 1)),
+    (lambda x: x.std(axis=1), (3, 1)),
+    (lambda x: np.std(x + 0.5j * x, axis=0), (1, 3)),
+]
+
+
+@pytest.mark.parametrize("case", range(len(STD_CASES)))
+def test_std_of_one_element_has_zero_derivative(case):
+    f, shape = STD_CASES[case]
+    x = R.normal(size=shape)
+    assert np.all(f(x) == 0)
+    for jac in (rune.jacrev(f)(x), rune.jacfwd(f)(x)):
+        np.testing.assert_array_equal(jac, 0.0)
+    rune.check_grads(f, x, order=3)
+    np.testing.assert_array_equal(rune.hessian(lambda x: np.sum(f(x)))(x), 0.0)
+
+
+def test_std_of_one_element_vmap_and_ddof():
+    x = R.normal(size=(4, 1, 3))
+    check_vmap(lambda a: np.std(a, axis=0), x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        want = np.std(x[0], axis=0, ddof=1)
+        got = rune.vjp(lambda a: np.std(a, axis=0, ddof=1), x[0])[0]
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+
+
+def test_std_of_equal_elements_stays_nan():
+    # a non-constant function at a point where sqrt's argument is 0: undefined, as in JAX
+    with np.errstate(divide="ignore", invalid="ignore"):
+        g = rune.grad(lambda x: np.std(x))(np.array([2.0, 2.0]))
+    assert np.all(np.isnan(g))
+
+
+# --- ravel(order='K'/'A') where it is C order (autograd: test_linalg.py::test_norm_list_of_boxes)
+# NumPy's np.linalg.norm ravels with order='K' when given a list.
+
+def test_norm_of_a_list_of_traced_values():
+    assert rune.grad(lambda x: np.linalg.norm([x, x + 2]))(0.0) == 1.0
+    assert rune.grad(lambda x: np.linalg.norm((x, x + 2)))(0.0) == 1.0
+    rune.check_grads(lambda x: np.linalg.norm([x, 2 * x + 1, np.sin(x)]), 0.7)
+
+
+@pytest.mark.parametrize("order", ["K", "A"])
+def test_ravel_memory_order_of_c_contiguous(order):
+    x = R.normal(size=(2, 3))
+    np.testing.assert_array_equal(rune.vjp(lambda a: np.ravel(a, order=order), x)[0],
+                                  np.ravel(x, order=order))
+    rune.check_grads(lambda a: a.ravel(order) * a.ravel(), x)
+
+    def write(a):
+        b = a.copy()
+        b.ravel(order)[1] = 0.0         # a view of b, as in NumPy
+        return b * a
+
+    want = x.copy()
+    want.ravel(order)[1] = 0.0
+    np.testing.assert_allclose(rune.vjp(write, x)[0], want * x)
+    rune.check_grads(write, x)
+
+
+def test_ravel_memory_order_of_a_transpose_is_refused():
+    with pytest.raises(NotImplementedError, match="order='K'"):
+        rune.vjp(lambda a: np.ravel(a.T, order="K"), R.normal(size=(2, 3)))
