@@ -147,3 +147,54 @@ def test_ravel_memory_order_of_c_contiguous(order):
 def test_ravel_memory_order_of_a_transpose_is_refused():
     with pytest.raises(NotImplementedError, match="order='K'"):
         rune.vjp(lambda a: np.ravel(a.T, order="K"), R.normal(size=(2, 3)))
+
+
+# --- scipy.special's Bessel functions of any order, and gammasgn
+#     (autograd: test_scipy.py::test_jn, test_yn, test_j0 ... test_iv, test_ive, test_gammasgn)
+
+sc = pytest.importorskip("scipy.special")
+
+BESSEL_OF_ORDER = {          # name -> (orders, domain of x)
+    "jv": ([0.0, 0.5, 2.0, 3.7], (0.1, 6.0)), "jn": ([0, 1, 4], (-6.0, 6.0)),
+    "yv": ([0.0, 0.5, 2.0, 3.7], (0.3, 6.0)), "yn": ([0, 1, 4], (0.3, 6.0)),
+    "iv": ([0.0, 0.5, 2.0, 3.7], (0.1, 4.0)), "ive": ([0.0, 1.0, 2.0, 30.0], (-4.0, 4.0)),
+    "kv": ([0.0, 0.5, 2.0, 3.7], (0.3, 4.0)), "kve": ([0.0, 0.5, 2.0, 3.7], (0.3, 4.0)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BESSEL_OF_ORDER))
+def test_bessel_of_any_order_in_x(name):
+    f = getattr(sc, name)
+    orders, (lo, hi) = BESSEL_OF_ORDER[name]
+    x = R.uniform(lo, hi, 5)
+    if name == "ive":
+        x = x[np.abs(x) > 0.1]           # |x| has a kink at 0
+    for v in orders:
+        rune.check_grads(lambda x: f(v, x), x, order=2)
+    v = np.array(orders)[:, None]          # an array of orders, broadcast against x
+    rune.check_grads(lambda x: f(v, x), x, order=1)
+    check_vmap(lambda x: f(v, x), np.stack([x, x * 0.9]))
+
+
+def test_bessel_derivatives_by_hand():
+    x = np.array([0.0, 0.7, 2.5])
+    np.testing.assert_allclose(rune.grad(lambda x: np.sum(sc.j0(x)))(x), -sc.j1(x))
+    np.testing.assert_allclose(rune.grad(lambda x: np.sum(sc.j1(x)))(x),
+                               [0.5, *(sc.j0(x[1:]) - sc.j1(x[1:]) / x[1:])], rtol=1e-13)
+    np.testing.assert_allclose(rune.grad(lambda x: np.sum(sc.iv(1.0, x)))(x)[0], 0.5)
+    np.testing.assert_allclose(rune.grad(lambda x: np.sum(sc.yn(0, x)))(x[1:]), -sc.y1(x[1:]))
+
+
+def test_bessel_order_has_no_derivative():
+    with pytest.raises(NotImplementedError, match="jv has no derivative with respect to the order"):
+        rune.grad(lambda v: sc.jv(v, 1.5))(0.5)
+    # a constant order is fine
+    assert rune.grad(lambda x: sc.jv(0.5, x))(1.5) == pytest.approx(
+        (sc.jv(-0.5, 1.5) - sc.jv(1.5, 1.5)) / 2, rel=1e-14)
+
+
+def test_gammasgn_has_zero_derivative():
+    x = np.array([-2.5, -0.5, 0.3, 2.0])
+    np.testing.assert_array_equal(rune.grad(lambda x: np.sum(sc.gammasgn(x) * x))(x),
+                                  sc.gammasgn(x))
+    np.testing.assert_array_equal(rune.jvp(sc.gammasgn, (x,), (np.ones(4),))[1], 0.0)

@@ -19,7 +19,7 @@ import numpy as np
 import scipy.special as sc
 
 from ..core import bind
-from .elementwise import elementwise, elementwise_primitive
+from .elementwise import elementwise, elementwise_primitive, nondiff
 
 __all__ = ["SPECIAL_UFUNCS", "zeta_derivative_p", "polygamma_p"]
 
@@ -256,3 +256,39 @@ gammainc_p = _incomplete(sc.gammainc, 1, _gamma_density, ("a",))
 gammaincc_p = _incomplete(sc.gammaincc, 1, lambda a, x, y: -_gamma_density(a, x, y), ("a",))
 betainc_p = _incomplete(sc.betainc, 2, _beta_density, ("a", "b"))
 stdtr_p = _incomplete(sc.stdtr, 1, _t_density, ("df",))
+
+# --------------------------------------------------------------------------
+# Bessel functions: J, Y (first and second kind), I, K (modified), and the exponentially
+# scaled Ie = I e^-|x|, Ke = K e^x.  In x: J_v' = (J_{v-1} - J_{v+1}) / 2, the same for Y,
+# I_v' = (I_{v-1} + I_{v+1}) / 2, K_v' = -(K_{v-1} + K_{v+1}) / 2 (DLMF 10.6.1, 10.29.1),
+# each written with order v +- 1 so that x = 0 needs no division.  The order v has no
+# closed-form derivative: asking for one is an error, not a zero.
+# --------------------------------------------------------------------------
+
+j0_p = special(sc.j0, lambda x, y: -sc.j1(x), uses="args")
+j1_p = special(sc.j1, lambda x, y: (sc.j0(x) - sc.jv(2, x)) / 2, uses="args")
+y0_p = special(sc.y0, lambda x, y: -sc.y1(x), uses="args")
+y1_p = special(sc.y1, lambda x, y: (sc.y0(x) - sc.yn(2, x)) / 2, uses="args")
+k0_p = special(sc.k0, lambda x, y: -sc.k1(x), uses="args")
+k1_p = special(sc.k1, lambda x, y: -(sc.k0(x) + sc.kv(2, x)) / 2, uses="args")
+k0e_p = special(sc.k0e, lambda x, y: y - sc.k1e(x))
+k1e_p = special(sc.k1e, lambda x, y: y - (sc.k0e(x) + sc.kve(2, x)) / 2)
+
+
+def _bessel(ufunc, d):
+    rules = (_no_derivative(ufunc.__name__, "the order v"), _scale(d))
+    return _primitive(f"scipy.special.{ufunc.__name__}", ufunc, rules, ufunc=ufunc)
+
+
+jv_p = _bessel(sc.jv, lambda v, x, y: (sc.jv(v - 1, x) - sc.jv(v + 1, x)) / 2)
+yv_p = _bessel(sc.yv, lambda v, x, y: (sc.yv(v - 1, x) - sc.yv(v + 1, x)) / 2)
+yn_p = _bessel(sc.yn, lambda n, x, y: (sc.yn(n - 1, x) - sc.yn(n + 1, x)) / 2)
+iv_p = _bessel(sc.iv, lambda v, x, y: (sc.iv(v - 1, x) + sc.iv(v + 1, x)) / 2)
+ive_p = _bessel(sc.ive, lambda v, x, y: (sc.ive(v - 1, x) + sc.ive(v + 1, x)) / 2
+                - np.sign(x) * y)
+kv_p = _bessel(sc.kv, lambda v, x, y: -(sc.kv(v - 1, x) + sc.kv(v + 1, x)) / 2)
+kve_p = _bessel(sc.kve, lambda v, x, y: y - (sc.kve(v - 1, x) + sc.kve(v + 1, x)) / 2)
+
+# The sign of Gamma is constant between its poles: no derivative.
+gammasgn_p = nondiff(sc.gammasgn, name="scipy.special.gammasgn")
+SPECIAL_UFUNCS[sc.gammasgn] = gammasgn_p
