@@ -198,3 +198,52 @@ def test_gammasgn_has_zero_derivative():
     np.testing.assert_array_equal(rune.grad(lambda x: np.sum(sc.gammasgn(x) * x))(x),
                                   sc.gammasgn(x))
     np.testing.assert_array_equal(rune.jvp(sc.gammasgn, (x,), (np.ones(4),))[1], 0.0)
+
+
+# --- scipy.stats: chi2, and the cdf/sf of the discrete families
+#     (autograd: test_scipy.py::test_chi2_*, test_poisson_cdf, test_poisson_cdf_broadcast)
+
+st = pytest.importorskip("scipy.stats")
+
+
+def _method(dist, name):
+    # looked up inside the transformation (rune replaces the method while one is active)
+    return lambda *a: getattr(getattr(st, dist), name)(*a)
+
+
+@pytest.mark.parametrize("name", ["pdf", "logpdf", "cdf", "logcdf", "sf", "logsf"])
+def test_chi2(name):
+    f = _method("chi2", name)
+    x, df = R.uniform(0.5, 4.0, 4), R.uniform(1.5, 4.0, 4)
+    np.testing.assert_allclose(rune.vjp(lambda x: f(x, df), x)[0], f(x, df), rtol=1e-12)
+    rune.check_grads(lambda x: f(x, df), x)
+    rune.check_grads(lambda x: f(x, df[:, None], 0.3, 1.7), x)        # broadcast, loc, scale
+    check_vmap(lambda x: f(x, df), np.stack([x, x + 0.5]))
+    if name in ("pdf", "logpdf"):
+        rune.check_grads(lambda d: f(x, d), df)
+
+
+K = np.array([-1.0, 0.0, 1.0, 2.5, 3.0, 7.0, 10.0])
+DISCRETE = {"poisson": lambda a: (K, a), "binom": lambda a: (K, 8.0, a),
+            "bernoulli": lambda a: (K, a)}
+
+
+@pytest.mark.parametrize("dist", sorted(DISCRETE))
+@pytest.mark.parametrize("name", ["cdf", "logcdf", "sf", "logsf"])
+def test_discrete_cdf_and_sf(dist, name):
+    f = _method(dist, name)
+    args = DISCRETE[dist]
+    par = R.uniform(0.5, 5.0, K.size) if dist == "poisson" else R.uniform(0.1, 0.9, K.size)
+    with np.errstate(divide="ignore"):
+        want = f(*args(par))
+        got = rune.vjp(lambda a: f(*args(a)), par)[0]
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-300)     # the tails too
+    ok = np.isfinite(want) & (want != 0)
+    rune.check_grads(lambda a: f(*args(a))[ok], par)
+
+
+def test_poisson_cdf_broadcast_and_unsupported_family():
+    k, mu = np.round(R.normal(size=(4, 3)) ** 2), R.normal(size=(4, 1)) ** 2 + 1.1
+    rune.check_grads(lambda m: st.poisson.cdf(k, m), mu)
+    with pytest.raises(NotImplementedError, match=r"scipy\.stats\.geom\.cdf has no rule"):
+        rune.grad(lambda p: st.geom.cdf(2.0, p))(0.3)

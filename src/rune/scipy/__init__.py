@@ -52,7 +52,7 @@ from ..dispatch import public_name  # noqa: E402,F401  (lives in the lowest laye
 _INFRA = "scipy.stats._distn_infrastructure"
 for _m in ("logpdf", "pdf", "cdf", "logcdf", "sf", "logsf", "ppf"):
     _wrap(_INFRA, f"rv_continuous.{_m}", _lazy("stats", f"rv_continuous.{_m}"))
-for _m in ("logpmf", "pmf"):
+for _m in ("logpmf", "pmf", "cdf", "logcdf", "sf", "logsf"):
     _wrap(_INFRA, f"rv_discrete.{_m}", _lazy("stats", f"rv_discrete.{_m}"))
 for _cls in ("multivariate_normal_gen", "dirichlet_gen"):
     for _m in ("logpdf", "pdf"):

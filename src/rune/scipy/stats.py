@@ -132,7 +132,15 @@ def _uniform():
                 ppf=lambda q: q)
 
 
-CONTINUOUS = {"norm": _norm(), "t": _t(), "gamma": _gamma(), "beta": _beta(),
+def _chi2():
+    # chi2(df) is gamma(df / 2) scaled by 2
+    g = _gamma()
+    return dict(logpdf=lambda y, df: g["logpdf"](y / 2, df / 2) - np.log(2.0),
+                cdf=lambda y, df: g["cdf"](y / 2, df / 2),
+                sf=lambda y, df: g["sf"](y / 2, df / 2), valid=lambda df: df > 0)
+
+
+CONTINUOUS = {"norm": _norm(), "t": _t(), "gamma": _gamma(), "beta": _beta(), "chi2": _chi2(),
               "expon": _expon(), "laplace": _laplace(), "cauchy": _cauchy(),
               "logistic": _logistic(), "lognorm": _lognorm(), "uniform": _uniform()}
 
@@ -155,6 +163,40 @@ def _binom(k, n, p):
 def _bernoulli(k, p):
     return np.where((k == 0) | (k == 1), sc.xlogy(k, p) + sc.xlog1py(1 - k, -p), -np.inf)
 
+
+def _poisson_cdf(upper):
+    # P(K <= k) = Q(floor(k) + 1, mu) and P(K > k) = P(floor(k) + 1, mu), the regularized
+    # incomplete gamma functions (each computed directly: 1 - cdf loses the tail)
+    def f(k, mu):
+        fk = np.floor(_inside(k >= 0, k, 0.0))
+        return np.where(k >= 0, (sc.gammaincc if upper else sc.gammainc)(fk + 1, mu),
+                        0.0 if upper else 1.0)
+    return f
+
+
+def _binom_cdf(upper):
+    # P(K <= k) = I_{1-p}(n - floor(k), floor(k) + 1), P(K > k) = I_p(floor(k) + 1, n - floor(k))
+    def f(k, n, p):
+        inside = (k >= 0) & (k < n)
+        fk = np.floor(_inside(inside, k, 0.0))
+        a, b = _inside(inside, n - fk, 1.0), fk + 1
+        mid = sc.betainc(a, b, 1 - p) if upper else sc.betainc(b, a, p)
+        return np.where(k < 0, 0.0 if upper else 1.0, np.where(k >= n, 1.0 if upper else 0.0,
+                                                                 mid))
+    return f
+
+
+def _bernoulli_cdf(upper):
+    def f(k, p):
+        return np.where(k < 0, 0.0 if upper else 1.0,
+                        np.where(k < 1, 1 - p if upper else p, 1.0 if upper else 0.0))
+    return f
+
+
+# name -> (cdf, sf)
+DISCRETE_CDF = {"poisson": (_poisson_cdf(True), _poisson_cdf(False)),
+                "binom": (_binom_cdf(True), _binom_cdf(False)),
+                "bernoulli": (_bernoulli_cdf(True), _bernoulli_cdf(False))}
 
 DISCRETE = {"poisson": (_poisson, lambda mu: mu >= 0),
             "binom": (_binom, lambda n, p: (n >= 0) & (p >= 0) & (p <= 1)),
@@ -221,8 +263,13 @@ def _discrete(method):
             return orig(dist, k, *args, **kwds)
         logpmf, valid = _family(dist, DISCRETE, method)
         shapes, loc, _ = dist._parse_args(*args, **kwds)
-        out = logpmf(k - loc, *shapes)
-        out = np.exp(out) if method == "pmf" else out
+        if method in ("logpmf", "pmf"):
+            out = logpmf(k - loc, *shapes)
+            out = np.exp(out) if method == "pmf" else out
+        else:
+            cdf, sf = _family(dist, DISCRETE_CDF, method)
+            out = (sf if method in ("sf", "logsf") else cdf)(k - loc, *shapes)
+            out = np.log(out) if method.startswith("log") else out
         return np.where(valid(*shapes), out, _NAN)
     return call
 
@@ -289,7 +336,7 @@ def _entropy_gate(orig, *args, **kwargs):
 
 
 CONTINUOUS_METHODS = ("logpdf", "pdf", "cdf", "logcdf", "sf", "logsf", "ppf")
-DISCRETE_METHODS = ("logpmf", "pmf")
+DISCRETE_METHODS = ("logpmf", "pmf", "cdf", "logcdf", "sf", "logsf")
 
 REPLACEMENTS = {f"rv_continuous.{m}": _continuous(m) for m in CONTINUOUS_METHODS}
 REPLACEMENTS.update({f"rv_discrete.{m}": _discrete(m) for m in DISCRETE_METHODS})
