@@ -247,3 +247,67 @@ def test_poisson_cdf_broadcast_and_unsupported_family():
     rune.check_grads(lambda m: st.poisson.cdf(k, m), mu)
     with pytest.raises(NotImplementedError, match=r"scipy\.stats\.geom\.cdf has no rule"):
         rune.grad(lambda p: st.geom.cdf(2.0, p))(0.3)
+
+
+# --- scipy.linalg: sqrtm at matrices with negative eigenvalues (second order), and
+#     solve_sylvester, solve_banded (autograd: test_scipy.py::test_sqrtm,
+#     test_solve_sylvester, test_solve_banded)
+
+sla = pytest.importorskip("scipy.linalg")
+
+
+def _sym(x):
+    return 0.5 * (x + x.T)
+
+
+@pytest.mark.parametrize("seed", [0, 2, 4])
+def test_sqrtm_second_order_with_negative_eigenvalues(seed):
+    # sqrtm is complex there; the rules solve S dS + dS S = dA in SciPy's computed S (the
+    # block matrix [[A, E], [0, A]] gave reverse-over-reverse results off by 1e6)
+    b = np.random.default_rng(seed).normal(size=(3, 3))
+    assert np.linalg.eigvalsh(_sym(b)).min() < 0
+    f = lambda x: sla.sqrtm(_sym(x))          # noqa: E731
+    np.testing.assert_allclose(rune.vjp(f, b)[0], sla.sqrtm(_sym(b)), rtol=1e-13)
+    rune.check_grads(f, b, order=2)
+    h = rune.hessian(lambda x: np.real(np.sum(f(x) ** 2)))(b)
+    np.testing.assert_allclose(h, rune.jacfwd(rune.jacfwd(lambda x: np.real(np.sum(f(x) ** 2))))(b),
+                               rtol=1e-8, atol=1e-10)
+
+
+def test_sqrtm_of_positive_definite_and_stacks():
+    b = R.normal(size=(2, 3, 3))
+    a = b @ np.swapaxes(b, -1, -2) + np.eye(3)
+    rune.check_grads(lambda x: sla.sqrtm(x[0]), a, order=2)
+    s = rune.vjp(lambda x: sla.sqrtm(x[1]), a)[0]
+    np.testing.assert_allclose(s @ s, a[1], rtol=1e-12)
+    check_vmap(lambda x: sla.sqrtm(x), a, rtol=1e-12)
+
+
+def test_solve_sylvester():
+    a, b, q = R.normal(size=(3, 3)), R.normal(size=(2, 2)), R.normal(size=(3, 2))
+    sylv = lambda a, b, q: sla.solve_sylvester(a, b, q)        # noqa: E731
+    x = rune.vjp(sylv, a, b, q)[0]
+    np.testing.assert_allclose(x, sla.solve_sylvester(a, b, q), rtol=1e-13)
+    np.testing.assert_allclose(a @ x + x @ b, q, atol=1e-12)
+    rune.check_grads(sylv, a, b, q, order=2)
+    rune.check_grads(sylv, a + 0.5j * R.normal(size=(3, 3)), b, q, order=2)
+    check_vmap(sylv, np.stack([a, a + 1]), np.stack([b, 2 * b]), np.stack([q, -q]))
+
+
+@pytest.mark.parametrize("l_and_u, rhs", [((1, 1), (5,)), ((1, 2), (5, 2)), ((0, 0), (4,)),
+                                          ((2, 0), (6, 3))])
+def test_solve_banded(l_and_u, rhs):
+    lo, up = l_and_u
+    n = rhs[0]
+    ab = R.normal(size=(lo + up + 1, n))
+    ab[up] += 4.0                      # the diagonal: well conditioned
+    b = R.normal(size=rhs)
+    f = lambda ab, b: sla.solve_banded(l_and_u, ab, b)       # noqa: E731
+    np.testing.assert_allclose(rune.vjp(f, ab, b)[0], sla.solve_banded(l_and_u, ab, b),
+                               rtol=1e-12)
+    rune.check_grads(f, ab, b, order=2)
+    g = rune.grad(lambda ab: np.sum(f(ab, b)))(ab)
+    for k in range(1, up + 1):          # LAPACK's unused corners of the band storage
+        np.testing.assert_array_equal(g[up - k, :k], 0.0)
+    with pytest.raises(ValueError, match="does not equal ab.shape"):
+        rune.grad(lambda ab: np.sum(sla.solve_banded((lo + 1, up), ab, b)))(ab)

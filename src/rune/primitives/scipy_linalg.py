@@ -16,10 +16,13 @@ the user's code has imported ``scipy.linalg``.
   ``dL = L stril(X)``, ``dU = triu(X) U`` (Walter & Lehmann 2012; a rectangular ``A`` has
   ``L`` and ``U`` completed to square with identity blocks); the pivots are locally
   constant.
-* ``expm``, ``sqrtm``, ``logm``: for a primary matrix function ``f``, the Fréchet derivative
+* ``expm``, ``logm``: for a primary matrix function ``f``, the Fréchet derivative
   is the upper right block of ``f([[A, E], [0, A]])`` (Higham 2008, Theorem 3.6), and its
   transpose under ``sum(G * L(A, E))`` is ``L(A^T, G)`` (``f(A^T) = f(A)^T``), so both rules
   are one call of the primitive on a matrix twice the size.
+* ``solve_sylvester``: ``A X + X B = Q``; ``dX`` solves the same equation with right side
+  ``dQ - dA X - X dB``, and the cotangent of ``Q`` solves ``A^T Y + Y B^T = G``.
+* ``sqrtm``: ``S dS + dS S = dA``, a Sylvester equation in the computed ``S``.
 """
 
 from __future__ import annotations
@@ -29,8 +32,8 @@ import scipy.linalg as _sla
 
 from ..core import Primitive, _peek, stop_leaf
 
-__all__ = ["trisolve_p", "lu_p", "piv_to_perm_p", "expm_p", "sqrtm_p", "logm_p", "T", "tri",
-           "take_rows"]
+__all__ = ["trisolve_p", "lu_p", "piv_to_perm_p", "expm_p", "sqrtm_p", "logm_p", "sylvester_p",
+           "T", "tri", "take_rows"]
 
 
 def T(x):
@@ -212,5 +215,47 @@ def _sqrtm_impl(a):
 
 
 expm_p = _matfun("expm", _sla.expm)
-sqrtm_p = _matfun("sqrtm", _sqrtm_impl)
 logm_p = _matfun("logm", _sla.logm)
+
+
+# --------------------------------------------------------------------------
+# Sylvester equations, and sqrtm through them
+# --------------------------------------------------------------------------
+
+def _sylvester_impl(a, b, q):
+    """``X`` with ``A X + X B = Q`` (SciPy's Bartels-Stewart), on stacks."""
+    if a.ndim == b.ndim == q.ndim == 2:
+        return _sla.solve_sylvester(a, b, q)
+    lead = np.broadcast_shapes(a.shape[:-2], b.shape[:-2], q.shape[:-2])
+    a, b, q = (np.broadcast_to(x, lead + x.shape[-2:]) for x in (a, b, q))
+    out = np.empty(lead + q.shape[-2:], dtype=np.result_type(a, b, q))
+    for idx in np.ndindex(*lead):
+        out[idx] = _sla.solve_sylvester(a[idx], b[idx], q[idx])
+    return out
+
+
+def _sylvester_ct(ct, a, b):
+    """The cotangent of ``Q``: ``Y`` with ``A^T Y + Y B^T = ct`` (the transpose of
+    ``Q -> X``; JAX's convention, no conjugation)."""
+    return sylvester_p(T(a), T(b), ct)
+
+
+# A dX + dX B = dQ - dA X - X dB
+sylvester_p = Primitive(
+    "solve_sylvester", _sylvester_impl,
+    jvp=(lambda t, out, a, b, q: sylvester_p(a, b, -(t @ out)),
+         lambda t, out, a, b, q: sylvester_p(a, b, -(out @ t)),
+         lambda t, out, a, b, q: sylvester_p(a, b, t)),
+    vjp=(lambda ct, out, a, b, q: -(_sylvester_ct(ct, a, b) @ T(out)),
+         lambda ct, out, a, b, q: -(T(out) @ _sylvester_ct(ct, a, b)),
+         lambda ct, out, a, b, q: _sylvester_ct(ct, a, b)),
+    batch=_batch_stacked(lambda: sylvester_p, (2, 2, 2)), residuals=(0, 1, "out"))
+
+# S = sqrtm(A): S dS + dS S = dA.  Solving with the computed S keeps every order on SciPy's
+# branch, where the block matrix [[A, E], [0, A]] of ``frechet`` would be complex for an A
+# with negative eigenvalues and could land on the other side of sqrt's branch cut.
+sqrtm_p = Primitive(
+    "sqrtm", _sqrtm_impl,
+    jvp=(lambda t, out, a: sylvester_p(out, out, t),),
+    vjp=(lambda ct, out, a: sylvester_p(T(out), T(out), ct),),
+    batch=_batch_stacked(lambda: sqrtm_p, (2,)), residuals=("out",))

@@ -35,11 +35,11 @@ import numpy as np
 from ..core import Tracer, _peek, stop_leaf
 from ..dispatch import _iter_tracers, wrap_while_active
 from ..primitives.scipy_linalg import (trisolve_p, lu_p, piv_to_perm_p, expm_p, sqrtm_p,
-                                       logm_p, T, tri, take_rows)
+                                       logm_p, sylvester_p, T, tri, take_rows)
 
 __all__ = ["cholesky", "cho_factor", "cho_solve", "solve_triangular", "lu_factor",
            "lu_solve", "lu", "solve", "inv", "det", "eigh", "svd", "qr", "expm", "sqrtm",
-           "logm", "block_diag"]
+           "logm", "block_diag", "solve_banded", "solve_sylvester"]
 
 
 # --------------------------------------------------------------------------
@@ -396,6 +396,35 @@ def sqrtm(A, disp=None, blocksize=None):
 def logm(A, disp=None):
     """``scipy.linalg.logm``, the principal logarithm."""
     return logm_p(_matrix("logm", A, True))
+
+
+def solve_banded(l_and_u, ab, b, overwrite_ab=False, overwrite_b=False, check_finite=True):
+    """``scipy.linalg.solve_banded``: ``ab`` in LAPACK's band storage
+    (``ab[u + i - j, j] = a[i, j]``) made the dense ``a``, then solved; the entries of
+    ``ab`` outside the band are not read, so their derivative is 0."""
+    nlower, nupper = (operator.index(k) for k in l_and_u)
+    ab = _array("solve_banded", ab, check_finite)
+    if ab.ndim != 2 or ab.shape[0] != nlower + nupper + 1:
+        raise ValueError(f"invalid values for the number of lower and upper diagonals: "
+                         f"l+u+1 ({nlower + nupper + 1}) does not equal ab.shape[0] "
+                         f"({ab.shape[0] if ab.ndim else ab.shape})")
+    n = ab.shape[1]
+    a = None
+    for k in range(-nlower, nupper + 1):
+        if abs(k) >= n:
+            continue
+        d = np.diag(ab[nupper - k, max(k, 0):n + min(k, 0)], k)
+        a = d if a is None else a + d
+    b, vector = _rhs("solve_banded", a, b, check_finite)
+    return _out(np.linalg.solve(a, b), vector)
+
+
+def solve_sylvester(a, b, q):
+    """``scipy.linalg.solve_sylvester``: ``X`` with ``A X + X B = Q``."""
+    a = _matrix("solve_sylvester", a, False)
+    b = _matrix("solve_sylvester", b, False)
+    q = _matrix("solve_sylvester", q, False, square=False)
+    return sylvester_p(a, b, q)
 
 
 def block_diag(*arrs):
