@@ -311,3 +311,44 @@ def test_solve_banded(l_and_u, rhs):
         np.testing.assert_array_equal(g[up - k, :k], 0.0)
     with pytest.raises(ValueError, match="does not equal ab.shape"):
         rune.grad(lambda ab: np.sum(sla.solve_banded((lo + 1, up), ab, b)))(ab)
+
+
+# --- multivariate_normal with allow_singular=True (autograd: test_scipy.py::test_mvn_sing_cov)
+
+def _mvn_logpdf(x, mean, cov):
+    return st.multivariate_normal.logpdf(x, mean, cov, allow_singular=True)
+
+
+def test_mvn_singular_covariance():
+    cov = np.zeros((4, 4))
+    cov[0, 0] = cov[1, 1] = 1.0
+    mean = np.concatenate([R.normal(size=2), np.zeros(2)])
+    x = np.concatenate([R.normal(size=2), np.zeros(2)])
+
+    def on_support(x, m):
+        return _mvn_logpdf(np.concatenate([x[:2], m[2:]]), m, cov)
+
+    np.testing.assert_allclose(rune.vjp(on_support, x, mean)[0], on_support(x, mean),
+                               rtol=1e-13)
+    rune.check_grads(on_support, x, mean, order=2)
+    rune.check_grads(lambda x, m: np.exp(on_support(x, m)), x, mean, order=2)
+    off = x + np.array([0.0, 0.0, 1.0, 0.0])          # reaches the null space
+    assert rune.vjp(lambda x: _mvn_logpdf(x, mean, cov), off)[0] == -np.inf == \
+        _mvn_logpdf(off, mean, cov)
+
+
+def test_mvn_rank_deficient_and_full_rank_with_allow_singular():
+    b = R.normal(size=(4, 2))
+    low_rank = b @ b.T
+    pts = R.normal(size=(5, 2)) @ b.T + 0.3
+    m = np.full(4, 0.3)
+    np.testing.assert_allclose(rune.vjp(lambda p: _mvn_logpdf(p, m, low_rank), pts)[0],
+                               _mvn_logpdf(pts, m, low_rank), rtol=1e-9)
+    # moves of the mean along the support (any other leaves it: -inf)
+    rune.check_grads(lambda c: _mvn_logpdf(pts, m + b @ c, low_rank), R.normal(size=2), order=2)
+    c = R.normal(size=(4, 4))
+    full = c @ c.T + 0.5 * np.eye(4)                   # distinct eigenvalues
+    np.testing.assert_allclose(rune.vjp(lambda p: _mvn_logpdf(p, m, full), pts)[0],
+                               st.multivariate_normal.logpdf(pts, m, full), rtol=1e-12)
+    rune.check_grads(lambda p, m, s: _mvn_logpdf(p, m, _sym(s)), pts, m, full, order=2)
+    check_vmap(lambda p: _mvn_logpdf(p, m, full), pts, rtol=1e-12)

@@ -286,12 +286,32 @@ def _mvn_logpdf(x, mean=None, cov=1, allow_singular=False):
         x = x[..., None]          # SciPy: a 1-d x of a univariate normal is many points
     elif np.ndim(x) == 0:
         x = np.reshape(x, (1,))
-    chol = np.linalg.cholesky(cov)
     dev = x - mean
+    if allow_singular:
+        return _mvn_logpdf_psd(dev, cov, d)
+    chol = np.linalg.cholesky(cov)
     z = np.linalg.solve(chol, np.moveaxis(np.reshape(dev, (-1, d)), 0, -1))
     maha = np.sum(z * z, axis=0)
     logdet = 2 * np.sum(np.log(np.diagonal(chol)))
     out = -0.5 * (d * LOG_2PI + logdet + maha)
+    return np.reshape(out, np.shape(dev)[:-1]) if np.ndim(dev) > 1 else out[0]
+
+
+def _mvn_logpdf_psd(dev, cov, d):
+    """SciPy's ``allow_singular=True``: the pseudo-determinant and pseudo-inverse over the
+    eigenvalues above SciPy's cutoff (``1e6 eps max|w|``, ``1e3`` for float32), and -inf
+    off the support (a deviation reaching the null space beyond the same cutoff)."""
+    w, v = np.linalg.eigh(cov)
+    eps = (1e3 if w.dtype == np.float32 else 1e6) * np.finfo(w.dtype).eps * \
+        np.max(np.abs(w), axis=-1, keepdims=True)
+    keep = w > eps
+    safe = np.where(keep, w, 1.0)
+    z = (np.reshape(dev, (-1, d)) @ v) / np.sqrt(safe)
+    maha = np.sum(np.where(keep, z * z, 0.0), axis=-1)
+    logdet = np.sum(np.where(keep, np.log(safe), 0.0), axis=-1)
+    rank = np.sum(keep, axis=-1)
+    residual = np.sqrt(np.sum(np.where(keep, 0.0, z * z * safe), axis=-1))
+    out = np.where(residual < eps[..., 0], -0.5 * (rank * LOG_2PI + logdet + maha), -np.inf)
     return np.reshape(out, np.shape(dev)[:-1]) if np.ndim(dev) > 1 else out[0]
 
 
