@@ -276,3 +276,39 @@ def test_vectorize_and_scalar_types_are_contained_and_restored():
     assert np.vectorize.__dict__["_vectorize_call"] is vectorize_call
     assert np.float64 is float64
     assert_pristine()
+
+
+def test_scipy_functions_are_reached_however_they_are_held():
+    """A SciPy function object handed to a transformation, saved under another name, or
+    held in a closure before it started reaches rune (its code is swapped while a
+    transformation is active) and is SciPy's own again afterwards."""
+    scipy_linalg = pytest.importorskip("scipy.linalg")
+    from scipy.stats import norm
+    det, logpdf = scipy_linalg.det, norm.logpdf
+    det_code, logpdf_code = det.__code__, norm.logpdf.__func__.__code__
+    A = np.array([[2.0, 1.0], [0.5, 3.0]])
+    np.testing.assert_allclose(rune.grad(det)(A), np.linalg.det(A) * np.linalg.inv(A).T,
+                               rtol=1e-12)
+    np.testing.assert_allclose(rune.grad(logpdf)(0.3), -0.3, rtol=1e-12)
+    x = np.array([0.1, -0.4])
+    held = (lambda f: lambda v: np.sum(f(v, 1.0, 2.0)))(logpdf)   # captured earlier
+    np.testing.assert_allclose(rune.grad(held)(x), -(x - 1.0) / 4.0, rtol=1e-12)
+    rune.check_grads(det, A, order=2)
+    assert det.__code__ is det_code and norm.logpdf.__func__.__code__ is logpdf_code
+    assert np.isclose(det(A), np.linalg.det(A))
+    assert_pristine()
+
+
+def test_scipy_function_in_another_thread_while_one_transforms_is_scipys_own():
+    scipy_linalg = pytest.importorskip("scipy.linalg")
+    det = scipy_linalg.det
+    A = np.array([[2.0, 1.0], [0.5, 3.0]])
+    with InsideGrad():
+        assert any(name == "det" for _, name in intercept.installed_sites())
+        out = {}
+        t = threading.Thread(target=lambda: out.update(d=det(A), e=det(A.tolist())))
+        t.start()
+        t.join(10)
+        assert isinstance(out["d"], float) and np.isclose(out["d"], 5.5)
+        assert np.isclose(out["e"], 5.5)
+    assert_pristine()

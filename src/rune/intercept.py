@@ -32,6 +32,8 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import types
+import warnings
 
 from . import core, dispatch
 from .dispatch import WRAPPED as _ENTRIES, wrap_while_active
@@ -79,6 +81,8 @@ def unregister(module, attr):
         _by_orig.clear()
         _resolved.clear()
         _class_sites.clear()
+        _code_sites.clear()
+        _code_funcs.clear()
         _scanned.clear()
         _seen[:] = [-1] * 4
 
@@ -99,7 +103,9 @@ def installed_sites():
         return []
     return ([(d.get("__name__"), key) for d, key, _, wrapper in _module_sites
              if d.get(key) is wrapper]
-            + [(cls.__name__, key) for cls, key, _, _ in _installed])
+            + [(cls.__name__, key) for cls, key, _, _ in _installed]
+            + [(f.__module__, f.__qualname__) for f, _, fwd in _code_sites
+               if f.__code__ is fwd])
 
 
 def _lookup(module, attr):
@@ -130,6 +136,74 @@ def _guard(orig, impl):
     return wrapper
 
 
+# --------------------------------------------------------------------------
+# Code sites: SciPy's Python functions are intercepted in the function object itself
+# --------------------------------------------------------------------------
+#
+# A module-level wrapper only reaches calls made through a module attribute; a SciPy
+# function the user bound earlier (``rune.grad(scipy.linalg.det)``, ``f = norm.logpdf``,
+# a default argument, a closure) is the function object itself.  So while a
+# transformation is active, the function's ``__code__`` is swapped for a forwarding code
+# (``fwd(*args, **kwargs)``, with as many free variables as the function's closure) that
+# hands the call to rune's implementation in a context with a transformation and to a
+# clone of the original (the same code, globals, defaults and closure) everywhere else.
+# The original code is put back, by identity, when the last transformation exits.
+
+_code_sites = []      # (function, original code, forwarding code)
+_code_funcs = set()   # id() of the functions with a code site
+_fwd_templates = {}   # number of free variables -> template forwarding code
+_MARKER = 0.7853981633974483       # the constant replaced by the dispatcher in a template
+_FLAGS = 0x20 | 0x80 | 0x100 | 0x200    # generator, coroutine, async generator, iterable coroutine
+
+
+def _swappable(obj):
+    return type(obj) is types.FunctionType and not obj.__code__.co_flags & _FLAGS
+
+
+def _template(n_free):
+    """``def fwd(*args, **kwargs): return <MARKER>(args, kwargs)`` with ``n_free`` free
+    variables (read on a branch never taken: a cell may be empty)."""
+    code = _fwd_templates.get(n_free)
+    if code is None:
+        names = [f"_free{i}" for i in range(n_free)]
+        src = ["def _outer():"] + [f"    {n} = None" for n in names] + [
+            "    def fwd(*args, **kwargs):",
+            "        if args is None:",
+            "            return (" + ", ".join(names + [""]) + ")",
+            f"        return ({_MARKER!r})(args, kwargs)",
+            "    return fwd"]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SyntaxWarning)     # 'float' is not callable
+            ns = {}
+            exec(compile("\n".join(src), "<rune.intercept forwarding>", "exec"), ns)
+        code = _fwd_templates[n_free] = ns["_outer"]().__code__
+    return code
+
+
+def _code_site(func, make_wrapper):
+    orig_code = func.__code__
+    clone = types.FunctionType(orig_code, func.__globals__, func.__name__, func.__defaults__,
+                               func.__closure__)
+    clone.__kwdefaults__ = func.__kwdefaults__
+    clone.__dict__.update(func.__dict__)
+    clone.__qualname__, clone.__module__, clone.__doc__ = (
+        func.__qualname__, func.__module__, func.__doc__)
+    impl = make_wrapper(clone)
+    stack = core._stack
+
+    def dispatch(args, kwargs):
+        if stack.get():
+            return impl(*args, **kwargs)
+        return clone(*args, **kwargs)
+
+    template = _template(len(orig_code.co_freevars))
+    consts = tuple(dispatch if type(c) is float and c == _MARKER else c
+                   for c in template.co_consts)
+    fwd_code = template.replace(co_consts=consts, co_name=orig_code.co_name,
+                                co_qualname=orig_code.co_qualname)
+    return func, orig_code, fwd_code
+
+
 def _resolve():
     """Find the originals of the registrations whose module is imported by now."""
     for i, (module, attr, make_wrapper) in enumerate(_ENTRIES):
@@ -143,6 +217,12 @@ def _resolve():
             homes = _by_orig[id(obj)][2]
             if isinstance(homes, set):
                 homes.add(module)
+            continue
+        if id(obj) in _code_funcs:
+            continue
+        if not _in_package(module, "numpy") and _swappable(obj):
+            _code_sites.append(_code_site(obj, make_wrapper))
+            _code_funcs.add(id(obj))
             continue
         wrapper = _guard(obj, make_wrapper(obj))
         if "." in attr:     # a method: replaced on the class that defines it
@@ -183,6 +263,8 @@ def _refresh():
         _by_orig.clear()
         _resolved.clear()
         _class_sites.clear()
+        _code_sites.clear()
+        _code_funcs.clear()
         _scanned.clear()
     _resolve()
     for name, mod in list(sys.modules.items()):
@@ -208,6 +290,9 @@ def install():
     for d, key, orig, wrapper in _module_sites:
         if d.get(key) is orig:
             d[key] = wrapper
+    for func, orig_code, fwd_code in _code_sites:
+        if func.__code__ is orig_code:
+            func.__code__ = fwd_code
     sites = []
     for cls, key, orig, wrapper in _class_sites:
         value = cls.__dict__.get(key)
@@ -224,6 +309,9 @@ def uninstall():
     for d, key, orig, wrapper in _module_sites:
         if d.get(key) is wrapper:
             d[key] = orig
+    for func, orig_code, fwd_code in _code_sites:
+        if func.__code__ is fwd_code:
+            func.__code__ = orig_code
     for cls, key, orig, wrapper in _installed:
         if cls.__dict__.get(key) is wrapper:
             setattr(cls, key, orig)
