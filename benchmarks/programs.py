@@ -78,7 +78,7 @@ def layer_norm(x, g, b):
 def transformer_loss(p, x):
     h = layer_norm(x, p["g1"], p["b1"])
     q, k, v = h @ p["wq"], h @ p["wk"], h @ p["wv"]
-    s = q @ k.T / np.sqrt(q.shape[-1])
+    s = q @ k.T / q.shape[-1] ** 0.5
     s = s - np.max(s, axis=-1, keepdims=True)
     a = np.exp(s)
     a = a / np.sum(a, axis=-1, keepdims=True)
