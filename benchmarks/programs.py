@@ -185,15 +185,15 @@ FORWARD_NOTE = {
 }
 
 
-def all_peers(data):
+def all_peers(data, only=None):
     """[(peer, {program: (forward, grad) or a note})], rune first; missing peers as a note."""
     import programs_peers as pp
-    peers = [("rune", rune_programs(*data))]
-    peers.append(("autograd", pp.autograd_programs(*data) if pp.autograd is not None
-                  else "not installed"))
-    peers.append(("torch eager", pp.torch_programs(*data) if pp.torch is not None
-                  else "not installed"))
-    return peers
+    peers = [("rune", lambda: rune_programs(*data)),
+             ("autograd", lambda: pp.autograd_programs(*data) if pp.autograd is not None
+              else "not installed"),
+             ("torch eager", lambda: pp.torch_programs(*data) if pp.torch is not None
+              else "not installed")]
+    return [(name, make()) for name, make in peers if only in (None, name)]
 
 
 def leaves(g):
@@ -237,26 +237,33 @@ def timings(fns, repeats=7):
     return [(min(s), statistics.median(s)) for s in samples]
 
 
-RSS_ENV = {"MALLOC_MMAP_THRESHOLD_": "65536", "MALLOC_TRIM_THRESHOLD_": "0"}
+RSS_ENV = {"MALLOC_MMAP_THRESHOLD_": "4096", "MALLOC_TRIM_THRESHOLD_": "0"}
 
 
-def rss_peaks():
+def rss_peaks(peers):
     """{(peer, program): bytes}: the peak resident memory above the level at the call of each
-    gradient (warmed once), measured in a child process where glibc gives every block of
-    64 KiB or more back to the system when it is freed (``RSS_ENV``), so that the resident
-    set follows the live arrays; the peak is reset before each call (``/proc/self/clear_refs``).
-    The one figure that counts PyTorch's allocations as well as NumPy's."""
-    import json
+    gradient (warmed twice), measured in a fresh child process per figure, where glibc gives
+    every block of 4 KiB or more back to the system when it is freed (``RSS_ENV``), so that
+    the resident set follows the live arrays; the peak is reset before the call
+    (``/proc/self/clear_refs``).  The one figure that counts PyTorch's allocations as well
+    as NumPy's (for NumPy it agrees with tracemalloc within a few percent)."""
     import os
     import subprocess
     env = dict(os.environ, **RSS_ENV)
-    out = subprocess.run([sys.executable, __file__, "--rss"], env=env, capture_output=True,
-                         text=True, check=True).stdout
-    return {tuple(k.split("|")): v for k, v in json.loads(out.splitlines()[-1]).items()}
+    out = {}
+    for peer, progs in peers:
+        if isinstance(progs, str):
+            continue
+        for key, entry in progs.items():
+            if isinstance(entry, str):
+                continue
+            run = subprocess.run([sys.executable, __file__, "--rss", peer, key], env=env,
+                                 capture_output=True, text=True, check=True)
+            out[peer, key] = int(run.stdout.split()[-1])
+    return out
 
 
-def _rss_child():
-    import json
+def _rss_child(peer, key):
     import re
 
     def status(field):
@@ -264,22 +271,15 @@ def _rss_child():
             return int(re.search(field + r":\s+(\d+) kB", f.read()).group(1)) * 1024
 
     _threads()
-    out = {}
-    for peer, progs in all_peers(setup()):
-        if isinstance(progs, str):
-            continue
-        for key, entry in progs.items():
-            if isinstance(entry, str):
-                continue
-            grad = entry[1]
-            grad()
-            gc.collect()
-            with open("/proc/self/clear_refs", "w") as f:
-                f.write("5")                     # reset the peak (VmHWM) to the current RSS
-            base = status("VmRSS")
-            grad()
-            out[f"{peer}|{key}"] = status("VmHWM") - base
-    print(json.dumps(out))
+    grad = dict(all_peers(setup(), only=peer))[peer][key][1]
+    grad()
+    grad()
+    gc.collect()
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")                     # reset the peak (VmHWM) to the current RSS
+    base = status("VmRSS")
+    grad()
+    print(status("VmHWM") - base)
 
 
 def _threads():
@@ -299,7 +299,7 @@ def _ms(t):
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["--rss"]:
-        return _rss_child()
+        return _rss_child(*argv[1:])
     repeats = int(argv[0]) if argv else 7
     _threads()
     data = setup()
@@ -328,9 +328,9 @@ def main(argv=None):
           "warm-up) in ms; grad/fwd is against the peer's own forward (NumPy's for rune),\n"
           "vs rune is the peer's min grad time over rune's; tracemalloc: peak above the "
           "call's start (NumPy-based peers only);\nRSS: peak resident memory above the "
-          "call's start, glibc returning freed blocks >= 64 KiB (MALLOC_MMAP_THRESHOLD_), in "
+          "call's start, glibc returning freed blocks >= 4 KiB (MALLOC_MMAP_THRESHOLD_), in "
           "a child process; err: normwise relative difference from rune's gradient.")
-    rss = rss_peaks()
+    rss = rss_peaks(peers)
     grad_min = {}
     for key, title in PROGRAMS:
         print(f"\n{title}" + (f"\n  ({FORWARD_NOTE[key]})" if key in FORWARD_NOTE else ""))
