@@ -1,24 +1,31 @@
-"""Real programs under rune (issue 14): each written the way a user writes it in plain
-NumPy, differentiated as it stands, timed next to NumPy's own forward pass, with the
-peak memory of the gradient beside the time.
+"""Real programs under rune, autograd and PyTorch eager (issue 14): each written the way a
+user writes it (plain NumPy for rune, ``autograd.numpy`` for autograd, tensors and
+``backward()`` for PyTorch; the peers' versions are in ``programs_peers.py``), each peer's
+gradient checked against rune's before anything is timed, then forward time, gradient time
+and the gradient's peak memory side by side.
 
 * GP: the negative log marginal likelihood of a Gaussian process (RBF kernel, 300
-  points) through a Cholesky factor, its gradient in the three log-hyperparameters.
-* ODE: a 100-step RK4 neural ODE (state 64x128, tanh dynamics), ``rune.checkpoint``
-  around every step, the gradient in the weights.
-* Transformer: one block (single-head attention, layer norms, a 4x MLP; 128 tokens of
-  width 128), ``value_and_grad`` in its weights.
-* DP-SGD: per-example gradients of a 64-128-10 MLP (``vmap(grad)``, batch 256), each
-  clipped to norm 1, summed, Gaussian noise added.
+  points, float64) through a Cholesky factor, its gradient in the three log-hyperparameters.
+* ODE: a 100-step RK4 neural ODE (state 64x128 float32, tanh dynamics), the gradient in
+  the weights, with a checkpoint around every step (``rune.checkpoint``,
+  ``autograd.checkpoint``, ``torch.utils.checkpoint``) and without.
+* Transformer: one block (single-head attention, layer norms, a 4x ReLU MLP; 128 tokens of
+  width 128, float32), ``value_and_grad`` in its weights.
+* DP-SGD: per-example gradients of a 64-128-10 MLP (float64, batch 256; rune
+  ``vmap(grad)``, ``torch.func.vmap(torch.func.grad)``, a loop of ``grad`` in autograd),
+  each clipped to norm 1, summed, Gaussian noise added.
 * Heat: 200 explicit steps of the 1-d heat equation on 4096 points written in place
-  (``u[1:-1] += r * (u[2:] - 2 * u[1:-1] + u[:-2])``) against its functional rewrite
+  (``u[1:-1] += r * (u[2:] - 2 * u[1:-1] + u[:-2])``) and as its functional rewrite
   (``np.concatenate``); the gradient of the final energy in the initial state.
-  Target: the in-place version at most 1.2x the functional one.
+  Target: rune's in-place version at most 1.2x its functional one.
 
-Times are the minimum (and median) of interleaved samples, BLAS on one thread; memory
-is tracemalloc's peak above the level at the call.
+Times are the minimum and median of interleaved samples (every peer's forward and
+gradient in turn), BLAS and PyTorch on one thread.  Memory: tracemalloc's peak above the
+level at the call (NumPy-based peers), and for every peer the peak resident memory above
+the level at the call in a fresh child process (see :func:`rss_peaks`).
 
-    OPENBLAS_NUM_THREADS=1 PYTHONPATH=src python benchmarks/programs.py
+    cd /work/wt-programs && PYTHONPATH=src OPENBLAS_NUM_THREADS=1 \\
+        /work/venv-bench/bin/python benchmarks/programs.py [repeats]
 """
 
 from __future__ import annotations
