@@ -343,11 +343,11 @@ def main(argv=None):
         print(f"\n{title}" + (f"\n  ({FORWARD_NOTE[key]})" if key in FORWARD_NOTE else ""))
         print(f"  {'':12s} {'forward min   median':>21s} {'grad min   median':>19s} "
               f"{'grad/fwd':>8s} {'vs rune':>7s} {'tracemalloc':>11s} {'RSS':>8s} {'err':>8s}")
-        runnable, ref = [], None
+        runnable, ref, notes = [], None, []
         for peer, progs in peers:
             entry = progs if isinstance(progs, str) else progs[key]
             if isinstance(entry, str):
-                print(f"  {peer:12s} {entry}")
+                notes.append(f"  {peer:12s} {entry}")
                 continue
             g = entry[1]()
             if ref is None:
@@ -368,6 +368,8 @@ def main(argv=None):
                   f"{tg[0] / grad_min[key]['rune']:6.2f}x {mem} "
                   f"{(r / 1e6 if r is not None else float('nan')):5.1f} MB {err:8.1e}",
                   flush=True)
+        for note in notes:
+            print(note)
     g = grad_min
     print(f"\nrune, heat equation in place / functional rewrite: "
           f"{g['heat_inplace']['rune'] / g['heat_functional']['rune']:.2f}x (min grad times; "
