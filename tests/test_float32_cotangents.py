@@ -113,3 +113,19 @@ def test_cholesky_triangular_solves_match_the_lu_fallback(monkeypatch):
     rune.check_grads(fu, a)
     for p, q in zip(with_tri, with_lu):     # condition of spd(a) ~ 10: a few ulps apart
         np.testing.assert_allclose(p, q, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("xs, ys", [((3,), (2, 3, 4)), ((2, 4, 3), (3,)), ((3,), (3, 4))])
+def test_vector_matrix_products_outer_product_gradients(xs, ys):
+    """matmul's VJP with a vector operand is an outer product (one einsum): checked
+    against finite differences, per-example gradients against a loop, in float32 too."""
+    x, y = RNG.standard_normal(xs), RNG.standard_normal(ys)
+    f = lambda x, y: np.sum(np.tanh(x @ y))
+    rune.check_grads(f, x, y)
+    X = RNG.standard_normal((5,) + xs)
+    per_example = rune.vmap(rune.grad(f, argnums=(0, 1)), in_axes=(0, None))(X, y)
+    for k in range(5):
+        for got, want in zip(per_example, rune.grad(f, argnums=(0, 1))(X[k], y)):
+            np.testing.assert_allclose(got[k], want, rtol=1e-12, atol=1e-12)
+    g32 = rune.grad(f, argnums=(0, 1))(x.astype(F32), y.astype(F32))
+    assert all(g.dtype == F32 for g in g32)
