@@ -65,7 +65,8 @@ def _T(x):
 
 
 def _H(x):
-    return np.conj(np.swapaxes(x, -1, -2))
+    t = np.swapaxes(x, -1, -2)
+    return np.conj(t) if _is_complex(x) else t     # a real conj would be a copy
 
 
 def _is_complex(x):
