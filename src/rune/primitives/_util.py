@@ -11,7 +11,7 @@ import operator
 import numpy as np
 
 __all__ = ["ndim", "shape", "normalize_axis", "normalize_axes", "to_front", "batch_size",
-           "broadcast_batch", "per_argument"]
+           "broadcast_batch", "per_argument", "weight_dtype"]
 
 
 def ndim(x):
@@ -24,6 +24,18 @@ def shape(x):
     """Shape of an array, tracer or Python scalar."""
     s = getattr(x, "shape", None)
     return np.shape(x) if s is None else s
+
+
+def weight_dtype(*operands):
+    """The real floating dtype of a local derivative that weighs cotangents of ``operands``:
+    the operands' own (float32 stays float32, Python scalars are weak), float64 for
+    integers, the real part's for complex numbers."""
+    dt = np.result_type(*(v if isinstance(v, (int, float, complex)) else
+                          v.dtype if hasattr(v, "dtype") else np.asarray(v).dtype
+                          for v in operands))
+    if dt.kind == "c":
+        return np.finfo(dt).dtype
+    return dt if dt.kind == "f" else np.dtype(np.float64)
 
 
 def normalize_axis(axis, nd, what="axis"):

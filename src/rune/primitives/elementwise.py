@@ -22,7 +22,7 @@ import numpy as np
 
 from ..core import Primitive, Tracer, bind
 from ..dispatch import register_ufunc
-from ._util import ndim, shape
+from ._util import ndim, shape, weight_dtype
 
 # --------------------------------------------------------------------------
 # Builders
@@ -197,14 +197,31 @@ hypot_p = binary(np.hypot, lambda x, y, z: x / np.where(z == 0, 1, z),   # 0 at 
                  uses=("args", "out"))
 
 
-def _tie(x, y, wins):
-    """1 where ``x`` wins, 1/2 at a tie (the gradient is split evenly, as in JAX), else 0."""
-    return np.where(wins(x, y), 1.0, np.where(x == y, 0.5, 0.0))
+def _tie(x, y, wins, nan_wins=False):
+    """1 where ``x`` wins, 1/2 at a tie (the gradient is split evenly, as in JAX), else 0,
+    in the operands' floating dtype.  With ``nan_wins``, ``x`` also wins where ``y`` is NaN
+    (``fmax``/``fmin``).
+
+    On plain arrays, one comparison gives the weights and the 1/2 is written only where
+    there are ties (an ``np.where`` with Python floats was 30x slower and float64); traced
+    values (higher orders, ``vmap``) take the same values through traced ``np.where``.
+    """
+    dt = weight_dtype(x, y)
+    won = wins(x, y)
+    if nan_wins:
+        won = won | np.isnan(y)
+    tie = np.equal(x, y)
+    if isinstance(won, Tracer) or isinstance(tie, Tracer):
+        return np.where(won, dt.type(1), np.where(tie, dt.type(0.5), dt.type(0)))
+    d = np.asarray(won).astype(dt)
+    if tie.any():
+        d[tie] = 0.5
+    return d
 
 
 def _tie_nan(x, y, wins):
     """Like :func:`_tie`, but ``x`` also wins where ``y`` is NaN (``fmax``/``fmin``)."""
-    return np.where(wins(x, y) | np.isnan(y), 1.0, np.where(x == y, 0.5, 0.0))
+    return _tie(x, y, wins, nan_wins=True)
 
 
 # --------------------------------------------------------------------------

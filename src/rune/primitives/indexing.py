@@ -309,11 +309,26 @@ def _zeros_of(x, dtype=None, like=None):
     return np.zeros(shape(x), dtype if dtype is not None else x.dtype)
 
 
+def _gather_vjp(ct, out, x, *arrays, template):
+    """``ct`` scattered into zeros of ``x``'s shape.  On plain arrays (the usual first-order
+    case) straight into one fresh array; traced or duck values go through ``index_add``
+    (differentiable, batched, lazy), which would copy its fresh zeros first."""
+    if type(ct) is np.ndarray and not any(isinstance(a, Tracer) or is_duck_array(a)
+                                          for a in arrays):
+        z = np.zeros(shape(x), ct.dtype)
+        idx = build_index(template, arrays)
+        if arrays:
+            np.add.at(z, idx, ct)       # repeated indices accumulate
+        else:
+            z[idx] = ct
+        return z
+    return index_add_p(_zeros_of(x, ct.dtype, ct), ct, *arrays, template=template)
+
+
 gather_p = Primitive(
     "getitem", _gather_impl,
     jvp=(lambda t, out, x, *arrays, template: gather_p(t, *arrays, template=template),),
-    vjp=(lambda ct, out, x, *arrays, template: index_add_p(
-        _zeros_of(x, ct.dtype, ct), ct, *arrays, template=template),),
+    vjp=(_gather_vjp,),
     batch=_gather_batch, residuals=("shapes", slice(1, None)),   # x's shape, the indices
     masks=True)     # its VJP is zero outside the gathered elements
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from .backends import broadcast_like
 from ..core import Primitive
-from ._util import shape, to_front
+from ._util import shape, to_front, weight_dtype
 
 
 def kept_shape(xshape, axis):
@@ -56,7 +56,7 @@ sum_p = Primitive(
 def _extremum_weights(x, out, axis, keepdims):
     o = out if keepdims else np.reshape(out, kept_shape(shape(x), axis))
     mask = (x == o)
-    counts = np.sum(mask, axis=axis, keepdims=True)
+    counts = np.sum(mask, axis=axis, keepdims=True, dtype=weight_dtype(x))  # float32 stays
     return mask / counts
 
 
