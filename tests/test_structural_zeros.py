@@ -233,3 +233,52 @@ def test_threads_never_see_each_others_branches():
             t.join()
     assert not bad, bad
     assert core.active_traces() == ()
+
+
+BASIC_INDICES = [np.s_[1:-1], np.s_[2:], np.s_[:-2], np.s_[::2], np.s_[3], np.s_[1:4, ::-1],
+                 np.s_[..., 1], np.s_[None, 2:5], np.s_[-1, 1:3]]
+
+
+@pytest.mark.parametrize("idx", BASIC_INDICES, ids=[str(i) for i in BASIC_INDICES])
+@pytest.mark.parametrize("incoming", [False, True], ids=["no-mask", "masked"])
+def test_direct_index_masks_equal_the_general_ones(idx, incoming):
+    """getitem's and setitem's zero_mask (their structural zeros computed directly) give what
+    the general way gives: the rule run on the indicator of the non-structural elements."""
+    from rune.primitives.indexing import (_gather_vjp, _index_set_vjp_x, gather_p,
+                                          split_index)
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((5, 6))
+    template, arrays = split_index(idx, x.ndim)
+    out = x[idx]
+    for rule, ct_shape in ((_gather_vjp, np.shape(out)), (_index_set_vjp_x, x.shape)):
+        ct = rng.standard_normal(ct_shape)
+        mask = rng.random(ct_shape) < 0.3 if incoming and ct_shape else None
+        if mask is not None:
+            ct = np.where(mask, 0.0, ct)        # a structural zero's value is 0
+        extra = () if rule is _gather_vjp else (np.float64(0.0),)
+        m = rule.zero_mask(ct, mask, out, x, *extra, *arrays, template=template)
+        ones = np.ones(ct_shape) if mask is None else np.where(mask, 0.0, 1.0)
+        general = rule(ones, out, x, *extra, *arrays, template=template) == 0
+        np.testing.assert_array_equal(m, general)
+        c = rule(ct, out, x, *extra, *arrays, template=template)
+        assert np.all(c[m] == 0)
+    # the engine's results through them, at second order too
+    rune.check_grads(lambda a: np.sum(np.sqrt(np.abs(a[idx]) + 1.0) * a[idx]), x, order=2)
+    assert gather_p.name == "getitem"
+
+
+def test_stencil_with_masks_at_the_boundary_keeps_its_structural_zeros():
+    """u[1:-1] += ...: the where trap at a boundary cell (sqrt at 0, branch not taken) keeps
+    a finite gradient, which reaches that cell only through the stencil."""
+    def f(u):
+        u = u.copy()
+        u[1:-1] += 0.25 * (u[2:] - 2 * u[1:-1] + u[:-2])
+        return np.sum(np.where(u > 0, np.sqrt(np.where(u > 0, u, 1.0)), 0.0))
+    u = np.array([0.0, 1.0, 2.0, 3.0, 4.0])
+    g = rune.grad(f)(u)
+    new = u.copy()
+    new[1:-1] += 0.25 * (u[2:] - 2 * u[1:-1] + u[:-2])
+    d = 0.5 / np.sqrt(new)                         # d sqrt / d new, cells 1..4
+    np.testing.assert_allclose(g[0], 0.25 * d[1], rtol=1e-12)     # only through u[1]'s update
+    assert np.all(np.isfinite(g))
+    rune.check_grads(lambda u: np.sum(np.sin(u[1:-1]) * u[:-2] + u[2:] ** 2), u + 1, order=2)

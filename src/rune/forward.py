@@ -26,6 +26,7 @@ from .api_util import (
 )
 from .calls import bind_call, leaked
 from .core import Trace, Tracer, bind, new_trace, rank, stop_leaf, tracer_class_pair
+from .residuals import indicator_dtype, none_set
 
 _ndarray = np.ndarray
 __all__ = ["jvp"]
@@ -122,12 +123,14 @@ class ForwardTrace(Trace):
             for i, (t, m) in enumerate(zip(tangents, masks)):
                 if t is None or prim.jvp[i] is None:
                     continue
-                ones = np.ones(t.shape)
-                r = prim.jvp[i](ones if m is None else np.where(m, 0.0, ones), sout, *sprims,
+                ones = np.ones(t.shape, dtype=indicator_dtype(t))
+                r = prim.jvp[i](ones if m is None else np.where(m, 0, ones), sout, *sprims,
                                 **params)
                 if r is not None:
                     reach = r if reach is None else reach + r
             zeros = None if reach is None else reach == 0
+            if none_set(zeros):      # nothing structural here
+                zeros = None
         else:              # elementwise: structural where every live tangent is
             zeros = None
             for t, m in zip(tangents, masks):

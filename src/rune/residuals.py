@@ -179,4 +179,18 @@ def _keep_mask(plan, n):
     return mask
 
 
+def indicator_dtype(v):
+    """The dtype of the indicator a rule runs on to find structural zeros: ``v``'s own
+    when it is a float or complex type (no float64 pass over float32 data), else float64.
+    The test ``reach == 0`` is exact in either: the rules only move and sum weights >= 0."""
+    dt = getattr(v, "dtype", None)
+    return dt if dt is not None and dt.kind in "fc" else np.float64
+
+
+def none_set(m):
+    """True when the mask ``m`` is a concrete array with no element set (it is then
+    dropped: no later rule pays for it).  A traced mask is kept as it is."""
+    return type(m) is np.ndarray and not m.any() or type(m) is np.bool_ and not m
+
+
 _new = object.__new__

@@ -35,7 +35,8 @@ from .api_util import (
 from .calls import leaked
 from .primitives.backends import seed_like
 from .residuals import (  # noqa: F401  (Dropped, ResidualError, _Plan: also used from here)
-    ELEMENTWISE, LAYOUT, MASKS, Dropped, ResidualError, _Meta, _Plan, _kept_args, _new, _plan)
+    ELEMENTWISE, LAYOUT, MASKS, Dropped, ResidualError, _Meta, _Plan, _kept_args, _new, _plan,
+    indicator_dtype, none_set)
 from .core import Trace, Tracer, bind, new_trace, rank, stop_leaf, tracer_class_pair
 from .typing import ArgNums, P, T
 
@@ -311,20 +312,33 @@ def backward(tape, seeds):
 def _structural(kind, rule, ct, mask, out, args, params):
     """One argument's cotangent and its structural-zero mask (None: it has none)."""
     if kind == ELEMENTWISE:          # mask is not None here
+        if none_set(mask):          # (an accumulation can leave it empty)
+            return rule(ct, out, *args, **params), None
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             c = rule(ct, out, *args, **params)
         if c is None:
             return None, None
         return np.where(mask, 0, c), mask
+    # A rule may know its structural zeros directly (rule.zero_mask: getitem's, setitem's on
+    # basic indices; NotImplemented when it cannot tell); it then only moves the cotangent,
+    # so its values there are exact zeros already.
+    hook = getattr(rule, "zero_mask", None)
+    if hook is not None:
+        m = hook(ct, mask, out, *args, **params)
+        if m is not NotImplemented:
+            return rule(ct, out, *args, **params), (None if m is None or none_set(m) else m)
     # MASKS, LAYOUT: where the rule sends nothing of the non-structural elements, the result is
     # structural.  The rule runs on the indicator with its residuals' derivatives stopped
     # (batches are kept), so no outer transformation records it.
-    ones = np.ones(np.shape(ct) if not isinstance(ct, Tracer) else ct.shape)
-    n = ones if mask is None else np.where(mask, 0.0, ones)
+    ones = np.ones(np.shape(ct) if not isinstance(ct, Tracer) else ct.shape,
+                   dtype=indicator_dtype(ct))
+    n = ones if mask is None else np.where(mask, 0, ones)
     reach = rule(n, stop_leaf(out), *[stop_leaf(a) for a in args], **params)
     if reach is None:
         return None, None
     m = reach == 0
+    if none_set(m):                 # nothing structural here: an ordinary cotangent
+        return rule(ct, out, *args, **params), None
     with np.errstate(invalid="ignore"):
         c = rule(ct, out, *args, **params)
     return np.where(m, 0, c), m

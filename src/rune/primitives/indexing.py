@@ -325,6 +325,40 @@ def _gather_vjp(ct, out, x, *arrays, template):
     return index_add_p(_zeros_of(x, ct.dtype, ct), ct, *arrays, template=template)
 
 
+def _gather_zero_mask(ct, mask, out, x, *arrays, template):
+    """The structural zeros of :func:`_gather_vjp` directly, for a plain cotangent and a basic
+    index (no element selected twice): every element the index does not select, and the
+    selected ones whose cotangent is structural (``mask``).  Cheaper than the engine's
+    general way (the rule run on an indicator); NotImplemented leaves it to that.  The rule
+    only moves ``ct``, so its value there is already an exact zero."""
+    if arrays or type(ct) is not np.ndarray or (mask is not None
+                                                and type(mask) is not np.ndarray):
+        return NotImplemented
+    m = np.ones(shape(x), dtype=bool)
+    m[build_index(template, arrays)] = False if mask is None else mask
+    return m
+
+
+def _index_set_zero_mask(ct, mask, out, x, v, *arrays, template):
+    """The structural zeros of ``x``'s cotangent through ``x[index] = v`` (basic index, plain
+    cotangent): the overwritten elements, and those already structural."""
+    if arrays or type(ct) is not np.ndarray or (mask is not None
+                                                and type(mask) is not np.ndarray):
+        return NotImplemented
+    m = np.zeros(shape(x), dtype=bool) if mask is None else np.array(mask, dtype=bool)
+    m[build_index(template, arrays)] = True
+    return m
+
+
+_gather_vjp.zero_mask = _gather_zero_mask     # see rune.reverse._structural
+
+
+def _index_set_vjp_x(ct, out, x, v, *arrays, template):
+    return index_set_p(ct, np.zeros((), ct.dtype), *arrays, template=template)
+
+
+_index_set_vjp_x.zero_mask = _index_set_zero_mask
+
 gather_p = Primitive(
     "getitem", _gather_impl,
     jvp=(lambda t, out, x, *arrays, template: gather_p(t, *arrays, template=template),),
@@ -349,8 +383,7 @@ index_set_p = Primitive(
                                                             template=template),
          lambda t, out, x, v, *arrays, template: index_set_p(
              _zeros_of(out, t.dtype, t), t, *arrays, template=template)),
-    vjp=(lambda ct, out, x, v, *arrays, template: index_set_p(
-        ct, np.zeros((), ct.dtype), *arrays, template=template),
+    vjp=(_index_set_vjp_x,
          lambda ct, out, x, v, *arrays, template: _index_set_vjp_v(ct, x, v, arrays, template)),
     masks=True, residuals=("shapes", slice(2, None)),     # x's shape, v's rank, the indices
     batch=_update_batch(lambda: index_set_p))
