@@ -26,6 +26,7 @@ from .api_util import (
 )
 from .calls import bind_call, leaked
 from .core import Trace, Tracer, bind, new_trace, rank, stop_leaf, tracer_class_pair
+from .primitives.backends import ones_shaped_like
 
 _ndarray = np.ndarray
 __all__ = ["jvp"]
@@ -122,7 +123,7 @@ class ForwardTrace(Trace):
             for i, (t, m) in enumerate(zip(tangents, masks)):
                 if t is None or prim.jvp[i] is None:
                     continue
-                ones = np.ones(t.shape)
+                ones = ones_shaped_like(t)      # (lazy and chunked like a Dask tangent)
                 r = prim.jvp[i](ones if m is None else np.where(m, 0.0, ones), sout, *sprims,
                                 **params)
                 if r is not None:

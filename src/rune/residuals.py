@@ -3,12 +3,15 @@ residuals its VJP rules read (the primitive's ``residuals=`` declaration), at ev
 array size.  Whatever is not declared reaches the rules as a :class:`Dropped`
 stand-in that raises :class:`ResidualError` when read.
 
-Imports only NumPy; :mod:`rune.reverse` applies the plans made here.
+Imports only NumPy and :func:`rune.primitives.backends.dask_chunks`;
+:mod:`rune.reverse` applies the plans made here.
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+from .primitives.backends import dask_chunks
 
 __all__ = ["Dropped", "ResidualError"]
 
@@ -36,8 +39,9 @@ class Dropped:
         self.shape = np.shape(value) if s is None else s
         d = getattr(value, "dtype", None)
         self.dtype = np.asarray(value).dtype if d is None else d
-        # a Dask array's chunks (a tuple of tuples of ints); None for every other value
-        self.chunks = value.chunks if hasattr(type(value), "__dask_graph__") else None
+        # a Dask array's chunks (a tuple of tuples of ints), also behind a traced value;
+        # None for every other value
+        self.chunks = dask_chunks(value, self.shape)
         self.prim = prim
         self.what = what
 

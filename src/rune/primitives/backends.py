@@ -64,24 +64,37 @@ def as_backend(value, like):
     return _np_asarray(value, like=like)
 
 
+def innermost(x):
+    """The value behind ``x`` when rune's transformations trace it (a Dask array under
+    ``hessian``'s outer trace), else ``x``."""
+    while isinstance(x, Tracer):
+        x = x._val
+    return x
+
+
 def dask_chunks(ref, shape):
     """The Dask chunks of ``ref`` if they fit ``shape``, else None.
 
-    ``ref`` is a Dask array or the stand-in the tape keeps of one when a rule reads only
-    its shape (``residuals=("shapes",)``), which keeps its ``chunks`` too: a cotangent
-    built for it (``sum``'s, spread back) is then chunked like the operand, so that
-    every chunk's backward step needs only that chunk's residuals (no rechunking that
-    concatenates pieces of neighbouring chunks).
+    ``ref`` is a Dask array, a traced value whose value is one (:func:`innermost`), or the
+    stand-in the tape keeps of either when a rule reads only its shape
+    (``residuals=("shapes",)``), which keeps its ``chunks`` too: a cotangent built for it
+    (``sum``'s, spread back) is then chunked like the operand, so that every chunk's
+    backward step needs only that chunk's residuals (no rechunking that concatenates
+    pieces of neighbouring chunks).  Chunks are a hint for efficiency only: a ``ref`` with
+    more axes (a value batched by ``vmap``) lends those of its trailing axes that fit.
     """
-    if isinstance(ref, (np.ndarray, np.generic, Tracer)):
+    ref = innermost(ref)
+    if isinstance(ref, (np.ndarray, np.generic)):
         return None
     try:
         chunks = ref.chunks
     except Exception:       # not an array of chunks (a stand-in that kept no chunks)
         return None
     shape = tuple(shape)
-    if (isinstance(chunks, tuple) and len(chunks) == len(shape)
-            and all(isinstance(c, tuple) and sum(c) == n for c, n in zip(chunks, shape))):
+    if not isinstance(chunks, tuple) or len(chunks) < len(shape):
+        return None
+    chunks = chunks[len(chunks) - len(shape):]      # (under vmap: the per-example axes)
+    if all(isinstance(c, tuple) and sum(c) == n for c, n in zip(chunks, shape)):
         return chunks
     return None
 
@@ -154,13 +167,28 @@ def zeros_in_backend_of(like, shape, dtype, chunks_of=None):
     return np.zeros_like(like, shape=shape, dtype=dtype)
 
 
+def ones_shaped_like(ct):
+    """Float64 ones of ``ct``'s shape, in ``ct``'s backend: the indicator on which
+    :mod:`rune.reverse` runs a rule to find its structural zeros.  For a Dask cotangent (or
+    one traced by an outer transformation over a Dask value) it is a lazy Dask array
+    chunked like it: a NumPy array of the cotangent's size would sit in the driving
+    process and be shipped with the graph."""
+    shape = ct.shape if isinstance(ct, Tracer) else np.shape(ct)
+    if hasattr(type(innermost(ct)), "__dask_graph__"):
+        import dask.array as da
+        chunks = dask_chunks(ct, shape)
+        return da.ones(shape, dtype=np.float64, chunks="auto" if chunks is None else chunks)
+    return np.ones(shape)
+
+
 def seed_like(ct, out):
     """A cotangent (or tangent) for the output ``out`` in ``out``'s backend: a plain
     NumPy seed against a Dask output becomes a (small) Dask array, so that every
     derivative computed from it stays lazy instead of embedding full-size NumPy
     arrays (a reduction's cotangent broadcast back) in Dask's graph."""
-    if is_duck_array(out) and not is_duck_array(ct) and not isinstance(ct, Tracer):
-        return as_backend(ct, out)
+    base = innermost(out)
+    if is_duck_array(base) and not is_duck_array(ct) and not isinstance(ct, Tracer):
+        return as_backend(ct, base)
     return ct
 
 
