@@ -167,18 +167,18 @@ def zeros_in_backend_of(like, shape, dtype, chunks_of=None):
     return np.zeros_like(like, shape=shape, dtype=dtype)
 
 
-def ones_shaped_like(ct):
-    """Float64 ones of ``ct``'s shape, in ``ct``'s backend: the indicator on which
-    :mod:`rune.reverse` runs a rule to find its structural zeros.  For a Dask cotangent (or
-    one traced by an outer transformation over a Dask value) it is a lazy Dask array
-    chunked like it: a NumPy array of the cotangent's size would sit in the driving
-    process and be shipped with the graph."""
+def ones_shaped_like(ct, dtype=np.float64):
+    """Ones of ``ct``'s shape and ``dtype``, in ``ct``'s backend: the indicator on which
+    :mod:`rune.reverse` and :mod:`rune.forward` run a rule to find its structural zeros.
+    For a Dask cotangent (or one traced by an outer transformation over a Dask value) it
+    is a lazy Dask array chunked like it: a NumPy array of the cotangent's size would sit
+    in the driving process and be shipped with the graph."""
     shape = ct.shape if isinstance(ct, Tracer) else np.shape(ct)
     if hasattr(type(innermost(ct)), "__dask_graph__"):
         import dask.array as da
         chunks = dask_chunks(ct, shape)
-        return da.ones(shape, dtype=np.float64, chunks="auto" if chunks is None else chunks)
-    return np.ones(shape)
+        return da.ones(shape, dtype=dtype, chunks="auto" if chunks is None else chunks)
+    return np.ones(shape, dtype=dtype)
 
 
 def seed_like(ct, out):
