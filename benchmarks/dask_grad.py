@@ -9,14 +9,20 @@ that its peak resident memory, ``ru_maxrss``, is its own):
 * ``threads``: ``X`` a Dask array in chunks of 1e6 rows (1e7 elements), generated
   lazily from a seed per chunk inside the graph; ``rune.grad`` returns a lazy
   gradient computed by Dask's threaded scheduler in the driving process;
+* ``threads-hand``: the same, with the gradient written by hand in Dask
+  (``grad_by_hand``: what a Dask user would write without rune), the floor for this
+  chunking: the driver's peak is about ``threads x (the working set of one chunk's
+  task)``, a few times the chunk size per thread, whoever builds the graph;
 * ``cluster-N``: the same graph on a ``LocalCluster`` of N single-threaded
   worker processes (``X`` persisted on the workers first; the time is the
   gradient's alone); the driver's peak memory is the client's.
 
-Times are medians of ``--repeat`` runs.
+Times are medians of ``--repeat`` runs.  ``--threads`` sets the threaded scheduler's
+number of threads (Dask's default: one per core).
 
     PYTHONPATH=src python benchmarks/dask_grad.py                 # all modes
     PYTHONPATH=src python benchmarks/dask_grad.py --rows 1000000  # a quick run
+    PYTHONPATH=src python benchmarks/dask_grad.py --modes threads,threads-hand --chunk-rows 100000
 """
 
 from __future__ import annotations
@@ -43,6 +49,14 @@ W = np.linspace(-1.0, 1.0, COLS)
 def loss(w, X):
     z = X * w
     return np.sum(np.tanh(z) ** 2 + np.logaddexp(0.0, z))
+
+
+def grad_by_hand(w, X):
+    """The gradient of :func:`loss` with respect to ``w``, derived by hand, in Dask."""
+    z = X * w
+    t = np.tanh(z)
+    dz = 2 * t * (1 - t * t) + 1 / (1 + np.exp(-z))     # d/dz (tanh(z)**2 + softplus(z))
+    return np.sum(X * dz, axis=0)
 
 
 def _peak_mib():
@@ -83,7 +97,7 @@ def _dask_data(rows, chunk_rows):
                          chunks=(sizes, (COLS,)), dtype=np.float64, meta=np.empty((0, 0)))
 
 
-def run_mode(mode, rows, chunk_rows, repeat):
+def run_mode(mode, rows, chunk_rows, repeat, threads=None):
     grad = rune.grad(loss)
     if mode == "numpy":
         t0 = time.perf_counter()
@@ -95,9 +109,13 @@ def run_mode(mode, rows, chunk_rows, repeat):
     import dask.array as da
     X = _dask_data(rows, chunk_rows)
     w = da.from_array(W)
-    if mode == "threads":
-        t, g = _timed(lambda: dask.compute(grad(w, X), scheduler="threads")[0], repeat)
-        return dict(time_s=t, grad=list(g), note="data generated inside each run")
+    if mode in ("threads", "threads-hand"):
+        g = grad(w, X) if mode == "threads" else grad_by_hand(w, X)
+        base = _peak_mib()      # the process before computing: Python, NumPy, Dask, the graph
+        t, g = _timed(lambda: dask.compute(g, scheduler="threads", num_workers=threads)[0],
+                      repeat)
+        return dict(time_s=t, grad=list(g), note=f"data generated inside each run; "
+                    f"{base:.0f} MiB before computing")
     n = int(mode.split("-")[1])
     from dask.distributed import Client, LocalCluster, wait
     with LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
@@ -113,29 +131,36 @@ def main():
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--chunk-rows", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--modes", default="numpy,threads,cluster-1,cluster-4")
+    parser.add_argument("--modes", default="numpy,threads,threads-hand,cluster-1,cluster-4")
+    parser.add_argument("--threads", type=int, help="threads of the threaded scheduler "
+                        "(default: Dask's, one per core)")
     parser.add_argument("--mode", help=argparse.SUPPRESS)     # one mode, in a child process
     args = parser.parse_args()
     if args.mode:
-        res = run_mode(args.mode, args.rows, args.chunk_rows, args.repeat)
+        res = run_mode(args.mode, args.rows, args.chunk_rows, args.repeat, args.threads)
         res["peak_rss_mib"] = _peak_mib()
         print(json.dumps(res))
         return
     data_mib = args.rows * COLS * 8 / 2**20
+    chunk_mib = min(args.rows, args.chunk_rows) * COLS * 8 / 2**20
     print(f"loss over {args.rows * COLS:.0e} elements ({data_mib:.0f} MiB), chunks of "
-          f"{args.chunk_rows * COLS:.0e}; {os.cpu_count()} cores, load "
+          f"{args.chunk_rows * COLS:.0e} ({chunk_mib:.0f} MiB); {os.cpu_count()} cores, "
+          f"threaded scheduler: {args.threads or os.cpu_count()} threads; load "
           f"{os.getloadavg()[0]:.1f}")
     results = {}
     for mode in args.modes.split(","):
         cmd = [sys.executable, __file__, "--mode", mode, "--rows", str(args.rows),
                "--chunk-rows", str(args.chunk_rows), "--repeat", str(args.repeat)]
+        if args.threads:
+            cmd += ["--threads", str(args.threads)]
         run = subprocess.run(cmd, capture_output=True, text=True)
         if run.returncode:
             print(f"{mode}: failed\n{run.stderr[-1500:]}")
             continue
         results[mode] = res = json.loads(run.stdout.strip().splitlines()[-1])
-        print(f"{mode:>10}: gradient {res['time_s']:7.2f} s (median of {args.repeat}), "
-              f"driver peak RSS {res['peak_rss_mib']:6.0f} MiB  {res.get('note', '')}")
+        print(f"{mode:>12}: gradient {res['time_s']:7.2f} s (median of {args.repeat}), "
+              f"driver peak RSS {res['peak_rss_mib']:6.0f} MiB "
+              f"({res['peak_rss_mib'] / data_mib:4.2f} x data)  {res.get('note', '')}")
     grads = [np.array(r["grad"]) for r in results.values()]
     for g in grads[1:]:
         np.testing.assert_allclose(g, grads[0], rtol=1e-9)

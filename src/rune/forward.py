@@ -26,6 +26,7 @@ from .api_util import (
 )
 from .calls import bind_call, leaked
 from .core import Trace, Tracer, bind, new_trace, rank, stop_leaf, tracer_class_pair
+from .primitives.backends import ones_shaped_like
 from .residuals import indicator_dtype, none_set
 
 _ndarray = np.ndarray
@@ -123,7 +124,7 @@ class ForwardTrace(Trace):
             for i, (t, m) in enumerate(zip(tangents, masks)):
                 if t is None or prim.jvp[i] is None:
                     continue
-                ones = np.ones(t.shape, dtype=indicator_dtype(t))
+                ones = ones_shaped_like(t, indicator_dtype(t))   # (lazy for Dask)
                 r = prim.jvp[i](ones if m is None else np.where(m, 0, ones), sout, *sprims,
                                 **params)
                 if r is not None:

@@ -3,12 +3,15 @@ residuals its VJP rules read (the primitive's ``residuals=`` declaration), at ev
 array size.  Whatever is not declared reaches the rules as a :class:`Dropped`
 stand-in that raises :class:`ResidualError` when read.
 
-Imports only NumPy; :mod:`rune.reverse` applies the plans made here.
+Imports only NumPy and :func:`rune.primitives.backends.dask_chunks`;
+:mod:`rune.reverse` applies the plans made here.
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+from .primitives.backends import dask_chunks
 
 __all__ = ["Dropped", "ResidualError"]
 
@@ -20,7 +23,8 @@ MASKS = 3         # ... and its own zeros are structural too (np.where, indexing
 
 class Dropped:
     """What the tape holds of a value the backward pass does not read: its shape and
-    dtype (the engine fits cotangents to them), nothing else.
+    dtype (the engine fits cotangents to them), and a Dask array's ``chunks`` (so that a
+    cotangent spread back over it, ``sum``'s, is chunked like it), nothing else.
 
     A primitive declares in ``residuals`` what its VJP rules read; every other argument
     and its output reach the rules as a ``Dropped``, which raises :class:`ResidualError`
@@ -28,13 +32,16 @@ class Dropped:
     rather than holding memory silently.
     """
 
-    __slots__ = ("shape", "dtype", "prim", "what")
+    __slots__ = ("shape", "dtype", "chunks", "prim", "what")
 
     def __init__(self, value, prim="?", what="a value"):
         s = getattr(value, "shape", None)
         self.shape = np.shape(value) if s is None else s
         d = getattr(value, "dtype", None)
         self.dtype = np.asarray(value).dtype if d is None else d
+        # a Dask array's chunks (a tuple of tuples of ints), also behind a traced value;
+        # None for every other value
+        self.chunks = dask_chunks(value, self.shape)
         self.prim = prim
         self.what = what
 
@@ -102,10 +109,12 @@ class _Plan:
         # argument is kept, the whole tuple of them is shared too (``nothing``).
         g = Dropped.__new__(Dropped)
         g.prim, g.what = prim.name, "an argument (not even its shape is kept)"
+        g.chunks = None
         self.gone = [(g,) * n for n in range(8)]
         self.gone_out = _new(Dropped)
         self.gone_out.prim, self.gone_out.what = prim.name, "its output (not even its shape " \
             "is kept: declare \"out\")"
+        self.gone_out.chunks = None
         self.nothing = self.args is False and not self.shapes
         self.masks = {}
         # two arguments, some kept whole, the others dropped with their shapes (x * 1.5

@@ -33,7 +33,7 @@ from .api_util import (
     zero_like,
 )
 from .calls import leaked
-from .primitives.backends import seed_like
+from .primitives.backends import ones_shaped_like, seed_like
 from .residuals import (  # noqa: F401  (Dropped, ResidualError, _Plan: also used from here)
     ELEMENTWISE, LAYOUT, MASKS, Dropped, ResidualError, _Meta, _Plan, _kept_args, _new, _plan,
     indicator_dtype, none_set)
@@ -330,8 +330,7 @@ def _structural(kind, rule, ct, mask, out, args, params):
     # MASKS, LAYOUT: where the rule sends nothing of the non-structural elements, the result is
     # structural.  The rule runs on the indicator with its residuals' derivatives stopped
     # (batches are kept), so no outer transformation records it.
-    ones = np.ones(np.shape(ct) if not isinstance(ct, Tracer) else ct.shape,
-                   dtype=indicator_dtype(ct))
+    ones = ones_shaped_like(ct, indicator_dtype(ct))   # (lazy, chunked like a Dask cotangent)
     n = ones if mask is None else np.where(mask, 0, ones)
     reach = rule(n, stop_leaf(out), *[stop_leaf(a) for a in args], **params)
     if reach is None:

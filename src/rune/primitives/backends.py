@@ -64,22 +64,58 @@ def as_backend(value, like):
     return _np_asarray(value, like=like)
 
 
+def innermost(x):
+    """The value behind ``x`` when rune's transformations trace it (a Dask array under
+    ``hessian``'s outer trace), else ``x``."""
+    while isinstance(x, Tracer):
+        x = x._val
+    return x
+
+
+def dask_chunks(ref, shape):
+    """The Dask chunks of ``ref`` if they fit ``shape``, else None.
+
+    ``ref`` is a Dask array, a traced value whose value is one (:func:`innermost`), or the
+    stand-in the tape keeps of either when a rule reads only its shape
+    (``residuals=("shapes",)``), which keeps its ``chunks`` too: a cotangent built for it
+    (``sum``'s, spread back) is then chunked like the operand, so that every chunk's
+    backward step needs only that chunk's residuals (no rechunking that concatenates
+    pieces of neighbouring chunks).  Chunks are a hint for efficiency only: a ``ref`` with
+    more axes (a value batched by ``vmap``) lends those of its trailing axes that fit.
+    """
+    ref = innermost(ref)
+    if isinstance(ref, (np.ndarray, np.generic)):
+        return None
+    try:
+        chunks = ref.chunks
+    except Exception:       # not an array of chunks (a stand-in that kept no chunks)
+        return None
+    shape = tuple(shape)
+    if not isinstance(chunks, tuple) or len(chunks) < len(shape):
+        return None
+    chunks = chunks[len(chunks) - len(shape):]      # (under vmap: the per-example axes)
+    if all(isinstance(c, tuple) and sum(c) == n for c, n in zip(chunks, shape)):
+        return chunks
+    return None
+
+
 def broadcast_like(value, shape, ref):
     """``np.broadcast_to(value, shape)``, chunked like ``ref`` when ``ref`` is a Dask array
-    of that shape (a reduction's cotangent spread back over its chunked operand)."""
-    if hasattr(type(ref), "__dask_graph__") and not isinstance(value, Tracer):
+    of that shape, or the tape's stand-in for one (a reduction's cotangent spread back
+    over its chunked operand)."""
+    chunks = dask_chunks(ref, shape) if not isinstance(value, Tracer) else None
+    if chunks is not None:
         import dask.array as da
         value = value if hasattr(type(value), "__dask_graph__") else da.asarray(value)
-        if tuple(ref.shape) == tuple(shape):
-            lead = len(shape) - value.ndim      # Dask wants the kept axes chunked alike
-            keep = {i: ref.chunks[i + lead] for i, n in enumerate(value.shape)
-                    if n != 1 and value.chunks[i] != ref.chunks[i + lead]}
-            if keep:
-                value = value.rechunk(keep)
-            return da.broadcast_to(value, shape, chunks=ref.chunks)
-    if hasattr(type(value), "__dask_graph__") and not hasattr(type(ref), "__dask_graph__"):
-        # the operand is not on the tape (only its shape): Dask's automatic chunks, so that
-        # no task holds (or ships) the whole broadcast
+        lead = len(shape) - value.ndim      # Dask wants the kept axes chunked alike
+        keep = {i: chunks[i + lead] for i, n in enumerate(value.shape)
+                if n != 1 and value.chunks[i] != chunks[i + lead]}
+        if keep:
+            value = value.rechunk(keep)
+        return _blockwise_broadcast(value, shape, chunks)
+    if hasattr(type(value), "__dask_graph__"):
+        # the operand's chunks are not known (only its shape): Dask's automatic chunks,
+        # so that no task holds (or ships) the whole broadcast
         import dask.array as da
         lead = len(shape) - value.ndim
         auto = da.core.normalize_chunks("auto", shape, dtype=value.dtype)
@@ -89,12 +125,60 @@ def broadcast_like(value, shape, ref):
     return np.broadcast_to(value, shape)
 
 
-def zeros_in_backend_of(like, shape, dtype):
-    """Zeros of ``shape`` and ``dtype`` in the backend of the duck array ``like``."""
+def _broadcast_block(v, block_shape, axes=()):
+    return np.broadcast_to(np.expand_dims(v, axes) if axes else v, block_shape)
+
+
+def _blockwise_broadcast(value, shape, chunks):
+    """``da.broadcast_to(value, shape, chunks=chunks)`` as a Blockwise layer (``value``'s
+    axes longer than 1 already chunked like ``chunks``).
+
+    Dask's own is one opaque task per chunk, which its optimizer cannot fuse: each chunk's
+    zero-strided view of the cotangent would be a separate task's result, held between
+    tasks (and the full size of a chunk once pickled).  Blockwise, it fuses into the task
+    of each chunk's backward step.
+    """
+    import dask.array as da
+    try:
+        from dask.layers import ArrayChunkShapeDep
+    except ImportError:         # (a Dask without it: the opaque broadcast)
+        return da.broadcast_to(value, shape, chunks=chunks)
+    lead = len(shape) - value.ndim
+    new = tuple(i for i in range(len(shape))
+                if i < lead or value.shape[i - lead] == 1 and shape[i] != 1)
+    squeeze = tuple(i - lead for i in new if i >= lead)
+    core = value.squeeze(axis=squeeze) if squeeze else value
+    out_ind = tuple(range(len(shape)))
+    return da.blockwise(_broadcast_block, out_ind,
+                        core, tuple(i for i in out_ind if i not in new),
+                        ArrayChunkShapeDep(chunks), out_ind,
+                        axes=new, new_axes={i: chunks[i] for i in new}, align_arrays=False,
+                        dtype=value.dtype,
+                        meta=np.empty((0,) * len(shape), value.dtype))
+
+
+def zeros_in_backend_of(like, shape, dtype, chunks_of=None):
+    """Zeros of ``shape`` and ``dtype`` in the backend of the duck array ``like``, chunked
+    like ``chunks_of`` (a Dask array or the tape's stand-in for one) when it has them."""
     if hasattr(type(like), "__dask_graph__"):
         import dask.array as da
-        return da.zeros(shape, dtype=dtype)
+        chunks = dask_chunks(chunks_of, shape) if chunks_of is not None else None
+        return da.zeros(shape, dtype=dtype, chunks="auto" if chunks is None else chunks)
     return np.zeros_like(like, shape=shape, dtype=dtype)
+
+
+def ones_shaped_like(ct, dtype=np.float64):
+    """Ones of ``ct``'s shape and ``dtype``, in ``ct``'s backend: the indicator on which
+    :mod:`rune.reverse` and :mod:`rune.forward` run a rule to find its structural zeros.
+    For a Dask cotangent (or one traced by an outer transformation over a Dask value) it
+    is a lazy Dask array chunked like it: a NumPy array of the cotangent's size would sit
+    in the driving process and be shipped with the graph."""
+    shape = ct.shape if isinstance(ct, Tracer) else np.shape(ct)
+    if hasattr(type(innermost(ct)), "__dask_graph__"):
+        import dask.array as da
+        chunks = dask_chunks(ct, shape)
+        return da.ones(shape, dtype=dtype, chunks="auto" if chunks is None else chunks)
+    return np.ones(shape, dtype=dtype)
 
 
 def seed_like(ct, out):
@@ -102,8 +186,9 @@ def seed_like(ct, out):
     NumPy seed against a Dask output becomes a (small) Dask array, so that every
     derivative computed from it stays lazy instead of embedding full-size NumPy
     arrays (a reduction's cotangent broadcast back) in Dask's graph."""
-    if is_duck_array(out) and not is_duck_array(ct) and not isinstance(ct, Tracer):
-        return as_backend(ct, out)
+    base = innermost(out)
+    if is_duck_array(base) and not is_duck_array(ct) and not isinstance(ct, Tracer):
+        return as_backend(ct, base)
     return ct
 
 

@@ -305,7 +305,7 @@ def _zeros_of(x, dtype=None, like=None):
     if is_duck_array(x):
         return np.zeros_like(x, dtype=dtype if dtype is not None else x.dtype)
     if is_duck_array(like):
-        return zeros_in_backend_of(like, shape(x), dtype if dtype is not None else x.dtype)
+        return zeros_in_backend_of(like, shape(x), dtype if dtype is not None else x.dtype, x)
     return np.zeros(shape(x), dtype if dtype is not None else x.dtype)
 
 
