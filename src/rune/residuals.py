@@ -35,6 +35,13 @@ class Dropped:
     __slots__ = ("shape", "dtype", "chunks", "prim", "what")
 
     def __init__(self, value, prim="?", what="a value"):
+        self.prim = prim
+        self.what = what        # a description, or the index of the argument it stands for
+        if type(value) is np.ndarray:       # the common case, quickly (a tape node each)
+            self.shape = value.shape
+            self.dtype = value.dtype
+            self.chunks = None
+            return
         s = getattr(value, "shape", None)
         self.shape = np.shape(value) if s is None else s
         d = getattr(value, "dtype", None)
@@ -42,8 +49,6 @@ class Dropped:
         # a Dask array's chunks (a tuple of tuples of ints), also behind a traced value;
         # None for every other value
         self.chunks = dask_chunks(value, self.shape)
-        self.prim = prim
-        self.what = what
 
     @property
     def ndim(self):
@@ -55,7 +60,8 @@ class Dropped:
 
     def _refuse(self, *args, **kwargs):
         raise ResidualError(
-            f"the VJP of primitive {self.prim!r} read {self.what}, which its residuals= "
+            f"the VJP of primitive {self.prim!r} read {_described(self.what)}, which its "
+            f"residuals= "
             f"declaration does not keep; declare it (\"args\", \"out\", an argument index "
             f"or \"shapes\") in the primitive's constructor")
 
@@ -169,10 +175,15 @@ def _kept_args(plan, vals, name):
     if not plan.shapes:
         g = plan.gone[1][0]
         return [v if k else g for v, k in zip(vals, mask)]
-    return [v if k or not hasattr(v, "shape") else
-            Dropped(v, name, f"the value of its argument {i} (only its shape and dtype "
-                             f"are kept)")
+    return [v if k or not hasattr(v, "shape") else Dropped(v, name, i)
             for i, (v, k) in enumerate(zip(vals, mask))]
+
+
+def _described(what):
+    """What a :class:`Dropped` stands for, in words (an int: that argument's value)."""
+    if isinstance(what, int):
+        return f"the value of its argument {what} (only its shape and dtype are kept)"
+    return what
 
 
 def _keep_mask(plan, n):
