@@ -107,17 +107,26 @@ def _embedded_arrays(value):
     return found
 
 
-@pytest.mark.parametrize("how", ["grad", "grad_of_grad", "jvp", "jacfwd"])
+@pytest.mark.parametrize("how", ["grad", "grad_of_grad", "jvp", "jacfwd", "hessian",
+                                 "jacrev_of_grad", "vmap_of_grad"])
 def test_no_data_sized_numpy_array_in_the_graph(how):
+    """Also where vmap batches the cotangent spread back over the data (jacrev, hessian,
+    per-parameter-set gradients): Newton's method on a Dask loss ships no data-sized array."""
     X, w = _data(), _w()
-    f = {"grad": lambda: rune.grad(_masked_loss)(w, X),
-         "grad_of_grad": lambda: rune.grad(lambda w: np.sum(rune.grad(_masked_loss)(w, X) ** 2))(w),
-         "jvp": lambda: rune.jvp(lambda X: _masked_loss(w, X), (X,), (X,))[1],
-         "jacfwd": lambda: rune.jacfwd(_masked_loss)(w, X)}[how]
-    value = f()
+    f = {"grad": lambda X: rune.grad(_masked_loss)(w, X),
+         "grad_of_grad": lambda X: rune.grad(
+             lambda w: np.sum(rune.grad(_masked_loss)(w, X) ** 2))(w),
+         "jvp": lambda X: rune.jvp(lambda X: _masked_loss(w, X), (X,), (X,))[1],
+         "jacfwd": lambda X: rune.jacfwd(_masked_loss)(w, X),
+         "hessian": lambda X: rune.hessian(_masked_loss)(w, X),
+         "jacrev_of_grad": lambda X: rune.jacrev(rune.grad(_loss))(w, X),
+         "vmap_of_grad": lambda X: rune.vmap(rune.grad(_loss), in_axes=(0, None))(
+             np.stack([w, 2 * w]), X)}[how]
+    value = f(X)
     assert isinstance(value, da.Array)
     big = [a.shape for a in _embedded_arrays(value) if a.size > COLS * COLS]
     assert big == [], f"NumPy arrays embedded in the graph: {big}"
+    np.testing.assert_allclose(value.compute(), f(X.compute()), rtol=1e-12, atol=1e-12)
 
 
 def _aggregates(*values):

@@ -99,30 +99,16 @@ def dask_chunks(ref, shape):
     return None
 
 
-def broadcast_like(value, shape, ref):
-    """``np.broadcast_to(value, shape)``, chunked like ``ref`` when ``ref`` is a Dask array
-    of that shape, or the tape's stand-in for one (a reduction's cotangent spread back
-    over its chunked operand)."""
-    chunks = dask_chunks(ref, shape) if not isinstance(value, Tracer) else None
-    if chunks is not None:
-        import dask.array as da
-        value = value if hasattr(type(value), "__dask_graph__") else da.asarray(value)
-        lead = len(shape) - value.ndim      # Dask wants the kept axes chunked alike
-        keep = {i: chunks[i + lead] for i, n in enumerate(value.shape)
-                if n != 1 and value.chunks[i] != chunks[i + lead]}
-        if keep:
-            value = value.rechunk(keep)
-        return _blockwise_broadcast(value, shape, chunks)
-    if hasattr(type(value), "__dask_graph__"):
-        # the operand's chunks are not known (only its shape): Dask's automatic chunks,
-        # so that no task holds (or ships) the whole broadcast
-        import dask.array as da
-        lead = len(shape) - value.ndim
-        auto = da.core.normalize_chunks("auto", shape, dtype=value.dtype)
-        chunks = tuple(auto[i] if i < lead or value.shape[i - lead] == 1
-                       else value.chunks[i - lead] for i in range(len(shape)))
-        return da.broadcast_to(value, shape, chunks=chunks)
-    return np.broadcast_to(value, shape)
+def broadcast_like_chunks(value, shape, chunks):
+    """``value`` (plain or Dask) broadcast to ``shape`` as a lazy Dask array of ``chunks``."""
+    import dask.array as da
+    value = value if hasattr(type(value), "__dask_graph__") else da.asarray(value)
+    lead = len(shape) - value.ndim      # Dask wants the kept axes chunked alike
+    keep = {i: chunks[i + lead] for i, n in enumerate(value.shape)
+            if n != 1 and value.chunks[i] != chunks[i + lead]}
+    if keep:
+        value = value.rechunk(keep)
+    return _blockwise_broadcast(value, tuple(shape), chunks)
 
 
 def _broadcast_block(v, block_shape, axes=()):

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .backends import broadcast_like
+from .shape import broadcast_like
 from ..core import Primitive
 from ._util import shape, to_front, weight_dtype
 

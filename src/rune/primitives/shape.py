@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core import Primitive
+from ..core import Primitive, Tracer
+from .backends import broadcast_like_chunks, dask_chunks
 from ._util import shape, to_front, batch_size, broadcast_batch, per_argument
 
 # --------------------------------------------------------------------------
@@ -50,19 +51,51 @@ transpose_p = Primitive(
 # broadcast_to
 # --------------------------------------------------------------------------
 
-def _broadcast_to_batch(args, bdims, shape):
+def _broadcast_to_batch(args, bdims, shape, chunks=None):
     x = to_front(args[0], bdims[0])
     s = x.shape
     x = reshape_p(x, shape=s[:1] + (1,) * (len(shape) - len(s) + 1) + s[1:]) \
         if len(s) - 1 < len(shape) else x
-    return broadcast_to_p(x, shape=s[:1] + shape), 0
+    return broadcast_to_p(x, shape=s[:1] + shape,
+                          chunks=None if chunks is None else ((s[0],),) + tuple(chunks)), 0
+
+
+def _broadcast_to_impl(x, shape, chunks=None):
+    """``np.broadcast_to``; with ``chunks`` (a Dask operand's, see
+    :func:`rune.primitives.backends.broadcast_like`), a lazy Dask broadcast chunked so, even
+    of a plain array: a batched cotangent spread back over a Dask operand stays lazy."""
+    if chunks is None:
+        return np.broadcast_to(x, shape)
+    return broadcast_like_chunks(x, shape, chunks)
 
 
 broadcast_to_p = Primitive(
-    "broadcast_to", lambda x, shape: np.broadcast_to(x, shape),
-    jvp=(lambda t, out, x, shape: t,),          # the engine broadcasts tangents
-    vjp=(lambda ct, out, x, shape: ct,),        # ... and un-broadcasts cotangents
+    "broadcast_to", _broadcast_to_impl,
+    jvp=(lambda t, out, x, shape, chunks=None: t,),     # the engine broadcasts tangents
+    vjp=(lambda ct, out, x, shape, chunks=None: ct,),   # ... and un-broadcasts cotangents
     batch=_broadcast_to_batch, residuals=(), layout=True)
+
+
+def broadcast_like(value, shape, ref):
+    """``np.broadcast_to(value, shape)``, chunked like ``ref`` when ``ref`` is a Dask array
+    of that shape, or the tape's stand-in for one (a reduction's cotangent spread back
+    over its chunked operand)."""
+    chunks = dask_chunks(ref, shape)
+    if chunks is not None:
+        if isinstance(value, Tracer):    # (batched by vmap: jacrev, hessian) the primitive
+            return broadcast_to_p(value, shape=tuple(shape), chunks=chunks)  # carries the
+        #                                                 chunks down to the values
+        return broadcast_like_chunks(value, shape, chunks)
+    if hasattr(type(value), "__dask_graph__"):
+        # the operand's chunks are not known (only its shape): Dask's automatic chunks,
+        # so that no task holds (or ships) the whole broadcast
+        import dask.array as da
+        lead = len(shape) - value.ndim
+        auto = da.core.normalize_chunks("auto", shape, dtype=value.dtype)
+        chunks = tuple(auto[i] if i < lead or value.shape[i - lead] == 1
+                       else value.chunks[i - lead] for i in range(len(shape)))
+        return da.broadcast_to(value, shape, chunks=chunks)
+    return np.broadcast_to(value, shape)
 
 
 # --------------------------------------------------------------------------
