@@ -492,7 +492,64 @@ def getitem(self, idx):
 
 
 def setitem(self, idx, value):
+    if _writes_itself(self, idx, value):
+        return
     assign(self, FUNCTIONS["setitem"](self, idx, value))
+
+
+def _writes_itself(x, idx, value):
+    """Whether ``x[idx] = value`` writes back a current view ``value = x[idx]`` (a no-op in
+    NumPy: the statement ``x[idx] += v`` ends with it, after ``__iadd__`` wrote the view).
+    Then rune records nothing either: no update, no refresh of the view.  Only for basic
+    indices compared exactly; a read-only ``x`` or one with an ambiguous view takes the
+    usual path, which raises."""
+    vst = getattr(value, "_vs", None)
+    if vst is None or not isinstance(value, Tracer):
+        return False
+    link = vst.link
+    if link is None or link.base is not x or link.kind != "index" or vst.refuse is not None:
+        return False
+    st = x._vs          # x has a view, so it has its state
+    if link.version != st.version or st.refuse is not None:
+        return False    # a stale view (refused elsewhere), or a read-only x
+    key = _basic_key(idx)
+    if key is None or key != _basic_key(link.rest[0]):
+        return False
+    if st.views:
+        _check_views_followable(st)
+    return True
+
+
+def _basic_key(idx):
+    """A comparable form of a basic index of ints, slices of ints, None and Ellipsis (None
+    for any other index: arrays, traced or odd values are never compared)."""
+    if type(idx) is tuple:
+        key = []
+        for i in idx:
+            k = _basic_item(i)
+            if k is None:
+                return None
+            key.append(k)
+        return tuple(key)
+    k = _basic_item(idx)
+    return None if k is None else (k,)
+
+
+def _basic_item(i):
+    t = type(i)
+    if t is slice:
+        a, b, c = i.start, i.stop, i.step
+        if (a is None or type(a) is int) and (b is None or type(b) is int) \
+                and (c is None or type(c) is int):
+            return ("s", a, b, c)
+        return None
+    if t is int:
+        return ("i", i)
+    if i is None:
+        return ("n",)
+    if i is Ellipsis:
+        return ("e",)
+    return None
 
 
 def _setitem_0d(self, idx, value):
