@@ -41,9 +41,21 @@ from ._util import shape, ndim, to_front, broadcast_batch, batch_size
 _ARRAY = "array"   # placeholder in a template for the next index array
 
 
+_BASIC = (slice, int, type(None), type(Ellipsis))     # exactly these types: their own template
+
+
 def split_index(idx, x_ndim):
     """``(template, arrays)`` for ``idx``; bool masks become integer arrays."""
-    if not isinstance(idx, tuple):
+    t = type(idx)
+    if t in _BASIC:         # x[1:-1], x[0]: the common case, without the general loop
+        return (idx,), []
+    if t is tuple:
+        for i in idx:
+            if type(i) not in _BASIC:
+                break
+        else:
+            return idx, []
+    else:
         idx = (idx,)
     template = []
     arrays = []
@@ -82,6 +94,8 @@ def split_index(idx, x_ndim):
 
 
 def build_index(template, arrays):
+    if not arrays:
+        return template     # a basic index is its own template
     it = iter(arrays)
     return tuple(next(it) if t is _ARRAY else t for t in template)
 
@@ -264,7 +278,7 @@ def _update_batch(prim_ref):
 # --------------------------------------------------------------------------
 
 def _gather_impl(x, *arrays, template):
-    return x[build_index(template, arrays)]
+    return x[build_index(template, arrays) if arrays else template]
 
 
 def _index_add_impl(x, v, *arrays, template):
@@ -354,6 +368,10 @@ _gather_vjp.zero_mask = _gather_zero_mask     # see rune.reverse._structural
 
 
 def _index_set_vjp_x(ct, out, x, v, *arrays, template):
+    if not arrays and type(ct) is np.ndarray:   # a plain cotangent, a basic index: directly
+        c = ct.copy()
+        c[template] = 0
+        return c
     return index_set_p(ct, np.zeros((), ct.dtype), *arrays, template=template)
 
 
@@ -392,6 +410,8 @@ index_set_p = Primitive(
 def _index_set_vjp_v(ct, x, v, arrays, template):
     """The cotangent of the written value: ``ct`` at the index, but where an index repeats
     only the write NumPy kept (the last) gets it, the others were overwritten."""
+    if not arrays and type(ct) is np.ndarray:   # a plain cotangent, a basic index: directly
+        return _value_ct(ct[template], v)
     g = gather_p(ct, *arrays, template=template)
     if _may_repeat(tuple(shape(x)), arrays, template):
         region = tuple(shape(g))

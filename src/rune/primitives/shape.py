@@ -108,10 +108,19 @@ def _concatenate_jvp(tangents, out, *xs, axis):
 
 
 def _concatenate_vjp_rule(i):
-    def rule(ct, out, *xs, axis):
+    def piece(xs, axis):
         start = sum(shape(x)[axis] for x in xs[:i])
-        idx = (slice(None),) * axis + (slice(start, start + shape(xs[i])[axis]),)
-        return ct[idx]
+        return (slice(None),) * axis + (slice(start, start + shape(xs[i])[axis]),)
+
+    def rule(ct, out, *xs, axis):
+        return ct[piece(xs, axis)]
+
+    def zero_mask(ct, mask, out, *xs, axis):
+        """The structural zeros of argument ``i``'s cotangent: the output's in its piece
+        (the rule only moves ``ct``), without running it on an indicator."""
+        return None if mask is None else mask[piece(xs, axis)]
+
+    rule.zero_mask = zero_mask      # see rune.reverse._structural
     return rule
 
 
