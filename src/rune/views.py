@@ -473,6 +473,8 @@ def _copy_with_layout(func, order_arg):
 def _is_view_index(idx, out):
     """Basic indexing gives a view, except all-integer indexing down to one element (a
     NumPy scalar: ``r = y[0, 0]; r += 1`` leaves ``y`` alone)."""
+    if type(idx) is slice:
+        return True
     items = idx if type(idx) is tuple else (idx,)
     only_ints = True
     for i in items:

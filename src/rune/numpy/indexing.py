@@ -27,6 +27,8 @@ from ._util import flattened
 # --------------------------------------------------------------------------
 
 def getitem(x, idx):
+    if type(idx) is slice:      # x[1:-1]: its own template
+        return gather_p(x, template=(idx,))
     template, arrays = split_index(idx, ndim(x))
     return gather_p(x, *arrays, template=template)
 

@@ -294,6 +294,10 @@ def _index_add_impl(x, v, *arrays, template):
 
 
 def _index_set_impl(x, v, *arrays, template):
+    if not arrays and type(x) is np.ndarray and type(v) is np.ndarray:  # the common case
+        out = x.copy(order="K")
+        out[template] = v
+        return out
     if any_duck(x, v, *arrays):
         return _duck_update(_index_set_impl, None, x, v, arrays, template)
     out = np.array(x, copy=True)
@@ -395,16 +399,21 @@ index_add_p = Primitive(
     residuals=("shapes", slice(2, None)),       # v's rank, the indices
     batch=_update_batch(lambda: index_add_p))
 
-index_set_p = Primitive(
-    "setitem", _index_set_impl,
-    jvp=(lambda t, out, x, v, *arrays, template: index_set_p(t, np.zeros((), t.dtype), *arrays,
-                                                            template=template),
-         lambda t, out, x, v, *arrays, template: index_set_p(
-             _zeros_of(out, t.dtype, t), t, *arrays, template=template)),
-    vjp=(_index_set_vjp_x,
-         lambda ct, out, x, v, *arrays, template: _index_set_vjp_v(ct, x, v, arrays, template)),
-    masks=True, residuals=("shapes", slice(2, None)),     # x's shape, v's rank, the indices
-    batch=_update_batch(lambda: index_set_p))
+
+def _index_set_vjp_v_rule(ct, out, x, v, *arrays, template):
+    return _index_set_vjp_v(ct, x, v, arrays, template)
+
+
+def _index_set_v_zero_mask(ct, mask, out, x, v, *arrays, template):
+    """The structural zeros of the written value's cotangent (basic index, plain cotangent):
+    those of the output in the written region (the rule only moves ``ct`` there)."""
+    if arrays or type(ct) is not np.ndarray or (mask is not None
+                                                and type(mask) is not np.ndarray):
+        return NotImplemented
+    return None if mask is None else _value_ct(mask[template], v)
+
+
+_index_set_vjp_v_rule.zero_mask = _index_set_v_zero_mask
 
 
 def _index_set_vjp_v(ct, x, v, arrays, template):
@@ -426,6 +435,17 @@ def _value_ct(g, v):
     accepts ``x[0] = v`` with ``v`` of shape ``(1, n)``); the engine un-broadcasts the rest."""
     extra = ndim(v) - ndim(g)
     return np.reshape(g, (1,) * extra + tuple(shape(g))) if extra > 0 else g
+
+
+index_set_p = Primitive(
+    "setitem", _index_set_impl,
+    jvp=(lambda t, out, x, v, *arrays, template: index_set_p(t, np.zeros((), t.dtype), *arrays,
+                                                            template=template),
+         lambda t, out, x, v, *arrays, template: index_set_p(
+             _zeros_of(out, t.dtype, t), t, *arrays, template=template)),
+    vjp=(_index_set_vjp_x, _index_set_vjp_v_rule),
+    masks=True, residuals=("shapes", slice(2, None)),     # x's shape, v's rank, the indices
+    batch=_update_batch(lambda: index_set_p))
 
 
 # --------------------------------------------------------------------------

@@ -107,7 +107,19 @@ def _concatenate_jvp(tangents, out, *xs, axis):
     return concatenate_p(*ts, axis=axis)
 
 
+_CONCAT_RULES = {}      # argument index -> its rule (the engine asks for one per node)
+
+
 def _concatenate_vjp_rule(i):
+    rule = _CONCAT_RULES.get(i)
+    if rule is None:
+        rule = _make_concatenate_vjp_rule(i)
+        if i < 64:          # (bounded: a concatenation of many arrays makes its own)
+            _CONCAT_RULES[i] = rule
+    return rule
+
+
+def _make_concatenate_vjp_rule(i):
     def piece(xs, axis):
         start = sum(shape(x)[axis] for x in xs[:i])
         return (slice(None),) * axis + (slice(start, start + shape(xs[i])[axis]),)
