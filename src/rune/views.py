@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import inspect
 import weakref
+from types import MappingProxyType
 
 import numpy as np
 
@@ -38,6 +39,7 @@ from .dispatch import FUNCTIONS
 __all__ = ["assign", "install", "copy_tracer", "mark_view", "shares_memory"]
 
 _RAW = {}       # the handlers as registered, before install() wrapped them: no links
+_NO_KW = MappingProxyType({})       # a link's keyword arguments when there are none
 
 
 class _State:
@@ -237,7 +239,7 @@ def _link(view, base, kind, func, rest, kw=None, index=None, refuse=None):
         if refuse is not None:
             vst.refuse = refuse
         return view
-    vst.link = _Link(base, bst.version, kind, func, rest, kw or {}, index)
+    vst.link = _Link(base, bst.version, kind, func, rest, kw or _NO_KW, index)
     vst.refuse = refuse if refuse is not None else bst.refuse
     views = bst.views
     if views is None:

@@ -35,7 +35,10 @@ def getitem(x, idx):
 
 def setitem(x, idx, value):
     """``x`` with ``value`` written at ``idx`` (a new traced value)."""
-    template, arrays = split_index(idx, ndim(x))
+    if type(idx) is slice:      # x[1:-1] = v: its own template
+        template, arrays = (idx,), ()
+    else:
+        template, arrays = split_index(idx, ndim(x))
     if not isinstance(value, Tracer):
         value = np.asarray(value)
     return index_set_p(x, value, *arrays, template=template)
