@@ -331,8 +331,8 @@ def _gather_vjp(ct, out, x, *arrays, template):
     """``ct`` scattered into zeros of ``x``'s shape.  On plain arrays (the usual first-order
     case) straight into one fresh array; traced or duck values go through ``index_add``
     (differentiable, batched, lazy), which would copy its fresh zeros first."""
-    if type(ct) is np.ndarray and not any(isinstance(a, Tracer) or is_duck_array(a)
-                                          for a in arrays):
+    if type(ct) is np.ndarray and (not arrays or not any(isinstance(a, Tracer)
+                                                         or is_duck_array(a) for a in arrays)):
         z = np.zeros(shape(x), ct.dtype)
         idx = build_index(template, arrays)
         if arrays:
@@ -352,8 +352,9 @@ def _gather_zero_mask(ct, mask, out, x, *arrays, template):
     if arrays or type(ct) is not np.ndarray or (mask is not None
                                                 and type(mask) is not np.ndarray):
         return NotImplemented
-    m = np.ones(shape(x), dtype=bool)
-    m[build_index(template, arrays)] = False if mask is None else mask
+    m = np.empty(shape(x), dtype=bool)
+    m.fill(True)
+    m[template] = False if mask is None else mask
     return m
 
 
