@@ -1,7 +1,8 @@
 """Solves that factor once (issue 14): the GP program's gradient (two triangular solves
 through a Cholesky factor) and the gradient of a solve with a general 300 x 300 matrix,
 thread CPU time, this tree's rune against another copy of rune's ``src`` in alternation
-(each round reloads both, so drifts of the machine hit both alike).
+(each round reloads both, so drifts of the machine hit both alike), and PyTorch eager's
+GP gradient (``programs_peers.py``, one thread) in the same rounds when it is installed.
 
     git archive main src | tar -x -C /tmp/mainsrc2
     cd /work/wt-gpsolve && OPENBLAS_NUM_THREADS=1 \\
@@ -54,9 +55,20 @@ def main():
     if other is not None:
         srcs["other"] = other
     times = {}
+    peers = {}
+    try:
+        import torch
+        torch.set_num_threads(1)
+        rune, programs = load(srcs["this tree"])
+        sys.path.insert(0, str(HERE))
+        import programs_peers
+        peers["torch"] = {"gp grad": programs_peers.torch_programs(*programs.setup())["gp"][1]}
+    except ImportError:
+        pass
     for _ in range(rounds):
-        for name, src in srcs.items():
-            for w, f in workloads(*load(src)).items():
+        for name, src in list(srcs.items()) + list(peers.items()):
+            fs = workloads(*load(src)) if isinstance(src, Path) else src
+            for w, f in fs.items():
                 f()                                     # warm
                 for _ in range(3):
                     t = time.thread_time()

@@ -32,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import Primitive, Tracer, top_trace
-from ._util import to_front
+from ._util import shape, to_front
 from .linalg import _T, _batch_stacked, solve_p
 
 __all__ = ["lapack", "lu_factor", "lu_solve", "tri_solve_p", "lu_solve_p",
@@ -118,8 +118,14 @@ def _rhs(tangents, out, trans):
 
 
 def _grad_a(gb, out, trans):
-    """``grad_A`` from ``gb = op(A)^{-T} ct``: ``-gb x^T``, transposed for ``trans``."""
-    return -(out @ _T(gb)) if trans else -(gb @ _T(out))
+    """``grad_A`` from ``gb = op(A)^{-T} ct``: ``-gb x^T``, transposed for ``trans``
+    (``-u v^T``: the minus on the thinner factor; one column: a broadcast product, which
+    is 3x faster than a matmul with an inner dimension of 1)."""
+    u, v = (out, gb) if trans else (gb, out)
+    n, k = shape(u)[-2:]
+    if k > n:
+        return -(u @ _T(v))
+    return (-u) * _T(v) if k == 1 else (-u) @ _T(v)
 
 
 # --------------------------------------------------------------------------
