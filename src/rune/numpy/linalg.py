@@ -18,6 +18,8 @@ import numpy as np
 
 from ..dispatch import implements, OutRefusedError
 from ..primitives._util import ndim, shape, normalize_axis
+from ..core import _peek
+from ..primitives import solves
 from ..primitives.linalg import inv_p, solve_p, cholesky_p, pinv_p, real_dtype
 from ..primitives.decompositions import det_p, slogdet_p, eigh_p, eig_p, svd_p, qr_p
 from ._util import operand
@@ -43,10 +45,76 @@ def inv(a):
 
 @implements(np.linalg.solve)
 def solve(a, b):
+    """``np.linalg.solve`` under a transformation: one factorization of ``a``, made here,
+    that the derivatives reuse (:mod:`rune.primitives.solves`), or none at all when ``a``
+    is exactly triangular.
+
+    >>> import numpy as np, rune
+    >>> a = np.array([[4.0, 1.0], [2.0, 3.0]])
+    >>> g = rune.grad(lambda a: np.sum(np.linalg.solve(a, np.ones(2))))(a)
+    >>> bool(np.allclose(g, -np.linalg.solve(a.T, np.ones(2))[:, None]
+    ...                  * np.linalg.solve(a, np.ones(2))))
+    True
+    """
     a, b = operand(a), operand(b)
     if ndim(b) == 1:     # NumPy 2: b is a vector only when it is 1-D
-        return np.squeeze(solve_p(a, np.expand_dims(b, -1)), -1)
-    return solve_p(a, b)
+        return np.squeeze(_solve(a, np.expand_dims(b, -1)), -1)
+    return _solve(a, b)
+
+
+def _solve(a, b):
+    """A single matrix of a LAPACK dtype, unbatched, with a matching right-hand side: an
+    exactly triangular one is solved as such, any other through its LU factors (SciPy's
+    LAPACK, when installed).  Everything else (stacks, vmap over ``a``, Dask, an error
+    NumPy should raise): ``np.linalg.solve``'s own primitive."""
+    av, batched = _peek(a)
+    bv, _ = _peek(b)
+    if (batched or type(av) is not np.ndarray or type(bv) is not np.ndarray or av.ndim != 2
+            or bv.ndim < 2 or not 0 < av.shape[0] == av.shape[1] == bv.shape[-2]
+            or bv.size == 0 or solves.lapack() is None):
+        return solve_p(a, b)
+    dt = np.result_type(av.dtype, bv.dtype)
+    if dt.char not in "fdFD":
+        return solve_p(a, b)
+    lower = _triangle(av)
+    if lower is not None:
+        return solves.tri_solve_p(a, b, lower=lower, trans=0)
+    lu, piv = solves.lu_factor(av.astype(dt, copy=False))
+    return solves.lu_solve(a, lu, piv, b)
+
+
+def _triangle(v):
+    """True (False) when every entry of the square matrix ``v`` above (below) its diagonal
+    is exactly zero, else None: the corners first, so a full matrix costs nothing more."""
+    n = v.shape[0]
+    if n < 2:
+        return None
+    if v[0, n - 1] == 0 and _zero_above(v):
+        return True
+    if v[n - 1, 0] == 0 and _zero_above(v.T):
+        return False
+    return None
+
+
+_MASKS = {}
+_MASK_MAX = 2048     # bigger matrices are checked in blocks of rows (no n x n temporary)
+
+
+def _zero_above(v):
+    n = v.shape[0]
+    if n <= _MASK_MAX:
+        m = _MASKS.get(n)
+        if m is None:
+            if len(_MASKS) > 8:
+                _MASKS.clear()
+            m = _MASKS[n] = np.triu(np.ones((n, n), dtype=bool), 1)
+        return not v[m].any()
+    step = _MASK_MAX // 4
+    for i in range(0, n, step):
+        j = min(i + step, n)
+        if v[i:j, j:].any() or np.triu(v[i:j, i:j], 1).any():
+            return False
+    return True
 
 
 @implements(np.linalg.det)
