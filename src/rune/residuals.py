@@ -93,7 +93,7 @@ class _Plan:
     gives one plan per set of arguments with a derivative (``per``, ``sub``)."""
 
     __slots__ = ("decl", "args", "shapes", "out", "gone", "nothing", "per", "sub", "masks",
-                 "zeros", "gone_out", "pair")
+                 "zeros", "gone_out", "pair", "stand_ins")
 
     def __init__(self, prim, decl=False):
         decl = self.decl = prim.residuals if decl is False else decl
@@ -123,6 +123,7 @@ class _Plan:
         self.gone_out.chunks = None
         self.nothing = self.args is False and not self.shapes
         self.masks = {}
+        self.stand_ins = {}     # (position, shape, dtype) -> the Dropped shared by all nodes
         # two arguments, some kept whole, the others dropped with their shapes (x * 1.5
         # keeps the 1.5): the flags, for rune.reverse's fast path
         self.pair = None
@@ -175,8 +176,24 @@ def _kept_args(plan, vals, name):
     if not plan.shapes:
         g = plan.gone[1][0]
         return [v if k else g for v, k in zip(vals, mask)]
-    return [v if k or not hasattr(v, "shape") else Dropped(v, name, i)
-            for i, (v, k) in enumerate(zip(vals, mask))]
+    stand_ins = plan.stand_ins
+    kept = []
+    i = 0
+    for v, k in zip(vals, mask):
+        if k or not hasattr(v, "shape"):
+            kept.append(v)
+        elif type(v) is np.ndarray:     # one shared stand-in a shape, dtype and position
+            key = (i, v.shape, v.dtype)
+            d = stand_ins.get(key)
+            if d is None:
+                d = stand_ins[key] = Dropped(v, name, i)
+                if len(stand_ins) > 256:        # (a bound: shapes may vary without end)
+                    stand_ins.clear()
+            kept.append(d)
+        else:
+            kept.append(Dropped(v, name, i))
+        i += 1
+    return kept
 
 
 def _described(what):

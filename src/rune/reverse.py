@@ -297,7 +297,11 @@ def backward(tape, seeds):
                 if m is None:
                     del zeros[pnode]
                 else:
-                    zeros[pnode] = zeros[pnode] & m
+                    both = zeros[pnode] & m
+                    if none_set(both):       # no element structural in both: none left
+                        del zeros[pnode]
+                    else:
+                        zeros[pnode] = both
             if pnode in owned and type(c) is np.ndarray:
                 np.add(prev, c, out=prev)
             else:
