@@ -205,7 +205,8 @@ def test_concatenate_zero_mask_matches_the_general_way(axis):
 
 
 def test_heat_stencil_in_place_equals_its_functional_rewrite():
-    """The benchmark's two heat programs: same values and gradients, bit for bit."""
+    """The benchmark's two heat programs: the same values and gradients (to rounding: the
+    two record their sums in different orders)."""
     def inplace(u0):
         u = u0.copy()
         for _ in range(20):
@@ -219,6 +220,7 @@ def test_heat_stencil_in_place_equals_its_functional_rewrite():
         return np.sum(u ** 2)
 
     u0 = np.sin(np.linspace(0, np.pi, 33))
-    np.testing.assert_array_equal(rune.grad(inplace)(u0), rune.grad(functional)(u0))
+    np.testing.assert_allclose(rune.grad(inplace)(u0), rune.grad(functional)(u0),
+                               rtol=1e-12, atol=1e-12)
     rune.check_grads(inplace, u0, order=2)
     check_vmap(rune.grad(inplace), np.stack([u0, u0 ** 2]))

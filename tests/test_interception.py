@@ -294,6 +294,9 @@ def test_scipy_functions_are_reached_however_they_are_held():
     held = (lambda f: lambda v: np.sum(f(v, 1.0, 2.0)))(logpdf)   # captured earlier
     np.testing.assert_allclose(rune.grad(held)(x), -(x - 1.0) / 4.0, rtol=1e-12)
     rune.check_grads(det, A, order=2)
+    As = np.stack([A, A.T + np.eye(2)])         # nested: vmap of grad of the held function
+    np.testing.assert_allclose(rune.vmap(rune.grad(det))(As),
+                               [rune.grad(det)(a) for a in As], rtol=1e-12)
     assert det.__code__ is det_code and norm.logpdf.__func__.__code__ is logpdf_code
     assert np.isclose(det(A), np.linalg.det(A))
     assert_pristine()

@@ -78,13 +78,17 @@ def unregister(module, attr):
             m, a = _ENTRIES[i][:2]
             if m == module and a == attr:
                 del _ENTRIES[i]
-        _by_orig.clear()
-        _resolved.clear()
-        _class_sites.clear()
-        _code_sites.clear()
-        _code_funcs.clear()
-        _scanned.clear()
+        _forget()
         _seen[:] = [-1] * 4
+
+
+def _forget():
+    """Drop what was found of the registrations (they changed): found again on next use."""
+    _by_orig.clear()
+    _resolved.clear()
+    _class_sites.clear()
+    _code_sites.clear()
+    _scanned.clear()
 
 
 def installed_sites():
@@ -104,7 +108,7 @@ def installed_sites():
     return ([(d.get("__name__"), key) for d, key, _, wrapper in _module_sites
              if d.get(key) is wrapper]
             + [(cls.__name__, key) for cls, key, _, _ in _installed]
-            + [(f.__module__, f.__qualname__) for f, _, fwd in _code_sites
+            + [(f.__module__, f.__qualname__) for f, _, fwd in _code_sites.values()
                if f.__code__ is fwd])
 
 
@@ -149,8 +153,7 @@ def _guard(orig, impl):
 # clone of the original (the same code, globals, defaults and closure) everywhere else.
 # The original code is put back, by identity, when the last transformation exits.
 
-_code_sites = []      # (function, original code, forwarding code)
-_code_funcs = set()   # id() of the functions with a code site
+_code_sites = {}      # id(function) -> (function, original code, forwarding code)
 _fwd_templates = {}   # number of free variables -> template forwarding code
 _MARKER = 0.7853981633974483       # the constant replaced by the dispatcher in a template
 _FLAGS = 0x20 | 0x80 | 0x100 | 0x200    # generator, coroutine, async generator, iterable coroutine
@@ -218,11 +221,10 @@ def _resolve():
             if isinstance(homes, set):
                 homes.add(module)
             continue
-        if id(obj) in _code_funcs:
+        if id(obj) in _code_sites:
             continue
         if not _in_package(module, "numpy") and _swappable(obj):
-            _code_sites.append(_code_site(obj, make_wrapper))
-            _code_funcs.add(id(obj))
+            _code_sites[id(obj)] = _code_site(obj, make_wrapper)
             continue
         wrapper = _guard(obj, make_wrapper(obj))
         if "." in attr:     # a method: replaced on the class that defines it
@@ -260,12 +262,7 @@ def _refresh():
     if state[3] != _seen[3]:
         _scanned.pop("__main__", None)
     if state[1] != _seen[1]:
-        _by_orig.clear()
-        _resolved.clear()
-        _class_sites.clear()
-        _code_sites.clear()
-        _code_funcs.clear()
-        _scanned.clear()
+        _forget()
     _resolve()
     for name, mod in list(sys.modules.items()):
         cached = _scanned.get(name)
@@ -290,7 +287,7 @@ def install():
     for d, key, orig, wrapper in _module_sites:
         if d.get(key) is orig:
             d[key] = wrapper
-    for func, orig_code, fwd_code in _code_sites:
+    for func, orig_code, fwd_code in _code_sites.values():
         if func.__code__ is orig_code:
             func.__code__ = fwd_code
     sites = []
@@ -309,7 +306,7 @@ def uninstall():
     for d, key, orig, wrapper in _module_sites:
         if d.get(key) is wrapper:
             d[key] = orig
-    for func, orig_code, fwd_code in _code_sites:
+    for func, orig_code, fwd_code in _code_sites.values():
         if func.__code__ is fwd_code:
             func.__code__ = orig_code
     for cls, key, orig, wrapper in _installed:

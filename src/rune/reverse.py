@@ -316,8 +316,6 @@ def backward(tape, seeds):
 def _structural(kind, rule, ct, mask, out, args, params):
     """One argument's cotangent and its structural-zero mask (None: it has none)."""
     if kind == ELEMENTWISE:          # mask is not None here
-        if none_set(mask):          # (an accumulation can leave it empty)
-            return rule(ct, out, *args, **params), None
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             c = rule(ct, out, *args, **params)
         if c is None:
@@ -355,6 +353,8 @@ def _fit_mask(m, c, shape):
         m = np.broadcast_to(m, cshape)
     if cshape != shape:
         m = np.logical_not(unbroadcast(np.logical_not(m), shape))
+        if none_set(m):         # the sum kept none: no mask (every stored mask has some set)
+            return None
     return m
 
 

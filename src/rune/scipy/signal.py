@@ -54,10 +54,13 @@ def _swap_needed(name, mode, s1, s2, axes):
     return not ok1
 
 
-def _check_mode(name, mode):
+def _check_mode(name, mode, method=None):
     if mode not in ("full", "same", "valid"):
         raise ValueError(f"scipy.signal.{name}: acceptable mode flags are 'valid', 'same', "
                          f"or 'full' (got {mode!r})")
+    if method is not None and method not in ("auto", "direct", "fft"):
+        raise ValueError(f"scipy.signal.{name}: acceptable method flags are 'auto', "
+                         f"'direct', or 'fft' (got {method!r})")
 
 
 def _convolve(name, a, b, mode, axes):
@@ -78,10 +81,7 @@ def _convolve(name, a, b, mode, axes):
 
 def convolve(in1, in2, mode="full", method="auto"):
     """``scipy.signal.convolve``: the N-d convolution of ``in1`` and ``in2``."""
-    _check_mode("convolve", mode)
-    if method not in ("auto", "direct", "fft"):
-        raise ValueError(f"scipy.signal.convolve: acceptable method flags are 'auto', "
-                         f"'direct', or 'fft' (got {method!r})")
+    _check_mode("convolve", mode, method)
     a, b = _operands("convolve", in1, in2)
     if a.ndim == 0:
         return a * b
@@ -95,10 +95,7 @@ def _reverse_and_conj(x):
 
 def correlate(in1, in2, mode="full", method="auto"):
     """``scipy.signal.correlate``: ``convolve(in1, in2 reversed and conjugated)``."""
-    _check_mode("correlate", mode)
-    if method not in ("auto", "direct", "fft"):
-        raise ValueError(f"scipy.signal.correlate: acceptable method flags are 'auto', "
-                         f"'direct', or 'fft' (got {method!r})")
+    _check_mode("correlate", mode, method)
     a, b = _operands("correlate", in1, in2)
     if a.ndim == 0:
         return a * (np.conj(b) if b.dtype.kind == "c" else b)
