@@ -111,9 +111,18 @@ class Primitive:
 
 def bind(prim, *args, **params):
     """Apply ``prim`` to ``args``: hand it to the highest active trace among them."""
-    trace = top_trace(args, prim.name)
+    trace = None        # top_trace, written out: every operation passes here
+    level = 0
+    for a in args:
+        if isinstance(a, Tracer):
+            t = a._trace
+            if t.level > level:
+                trace = t
+                level = t.level
     if trace is None:
         return prim.impl(*args, **params)
+    if not trace.active:
+        _escaped(trace, prim.name)
     return trace.process(prim, args, params)
 
 
@@ -132,11 +141,15 @@ def top_trace(args, what):
                 trace = t
                 level = t.level
     if trace is not None and not trace.active:
-        raise RuntimeError(
-            f"a value traced by a {trace.kind} that has already returned was used in "
-            f"{what!r} (an escaped tracer: it was stored or returned from inside "
-            f"the transformed function); return it instead, or use rune.stop_gradient")
+        _escaped(trace, what)
     return trace
+
+
+def _escaped(trace, what):
+    raise RuntimeError(
+        f"a value traced by a {trace.kind} that has already returned was used in "
+        f"{what!r} (an escaped tracer: it was stored or returned from inside "
+        f"the transformed function); return it instead, or use rune.stop_gradient")
 
 
 # --------------------------------------------------------------------------

@@ -27,7 +27,7 @@ import sys
 import numpy as np
 
 from . import views
-from .core import Tracer, bind, TracerConversionError
+from .core import Primitive, Tracer, bind, TracerConversionError
 from . import intercept as _intercept  # noqa: F401  (installs and removes the wrappers)
 from . import scipy as _scipy
 
@@ -38,6 +38,8 @@ from .dispatch import (UFUNCS, FUNCTIONS, REDUCE as _REDUCE, ACCUMULATE as _ACCU
                        _iter_tracers, WRAPPED, wrap_while_active,
                        contains_tracer as _contains_tracer,
                        asarray_traced as _np_asarray_traced)
+
+_ndarray = np.ndarray
 
 
 # --------------------------------------------------------------------------
@@ -56,6 +58,10 @@ def array_ufunc(self, ufunc, method, *inputs, **kwargs):
     if method == "__call__" and not kwargs:      # the hot path: np.sin(x), np.add(x, y)
         handler = UFUNCS.get(ufunc)
         if handler is not None:
+            if len(inputs) == 1 and type(handler) is Primitive:   # np.sin(x): x's trace
+                trace = self._trace                               # takes it directly
+                if trace.active:
+                    return trace.process(handler, inputs, {})
             for x in inputs:
                 if type(x) in (list, tuple):
                     inputs = [_as_operand(x) for x in inputs]
@@ -215,13 +221,25 @@ def _lists_of_traced(orig, np_func=None):
 # --------------------------------------------------------------------------
 
 def _binary(prim, ufunc=None):
+    # x * 1.5, x + y with y a NumPy array: x's trace is the only one, so it takes the
+    # operation directly (bind's search for the top trace is one frame more per operation)
     def op(self, other):
-        if type(other) in (list, tuple):
+        t = type(other)
+        if t is float or t is _ndarray or t is int:
+            trace = self._trace
+            if trace.active:
+                return trace.process(prim, (self, other), {})
+        elif t in (list, tuple):
             other = _np_asarray_traced(other)
         return bind(prim, self, other)
 
     def rop(self, other):
-        if type(other) in (list, tuple):
+        t = type(other)
+        if t is float or t is _ndarray or t is int:
+            trace = self._trace
+            if trace.active:
+                return trace.process(prim, (other, self), {})
+        elif t in (list, tuple):
             other = _np_asarray_traced(other)
         return bind(prim, other, self)
 

@@ -117,8 +117,23 @@ class ReverseTrace(Trace):
     def process(self, prim, args, params):
         # W1's per-operation overhead lives here: one plan read from the primitive, one
         # Node, one tracer
-        vals, parents = self.unwrap(args)
-        out = prim.impl(*vals, **params) if self.bottom else bind(prim, *vals, **params)
+        vals = []           # self.unwrap(args), written out: every operation passes here
+        parents = []
+        i = 0
+        for a in args:
+            if isinstance(a, ReverseTracer) and a._trace is self:
+                vals.append(a._val)
+                if a._node is not None:
+                    parents.append((i, a._node, a._pos))
+            else:
+                vals.append(a)
+            i += 1
+        if not self.bottom:
+            out = bind(prim, *vals, **params)
+        elif params:
+            out = prim.impl(*vals, **params)
+        else:
+            out = prim.impl(*vals)
         if prim.nondiff:
             return out
         if not parents:
@@ -152,10 +167,18 @@ class ReverseTrace(Trace):
                 dropped = tuple(Dropped(o, prim.name, f"its output {k}")
                                 for k, o in enumerate(out))
                 node = Node(prim.vjp, vals, params, dropped, parents, dropped, plan.zeros)
-            elif type(out) is np.ndarray:
+            elif type(out) is _ndarray:
                 # The output's shape and dtype go in the node itself (no object to make:
                 # W1's per-operation overhead); its rules see a stand-in without either.
-                node = Node(prim.vjp, vals, params, plan.gone_out, parents, False, plan.zeros)
+                # (Node(...) written out: no __init__ frame on every operation.)
+                node = _new(Node)
+                node.vjp = prim.vjp
+                node.args = vals
+                node.params = params
+                node.out = plan.gone_out
+                node.parents = parents
+                node.meta = None
+                node.zeros = plan.zeros
                 node.shape = out.shape
                 node.dtype = out.dtype
             else:
@@ -169,6 +192,13 @@ class ReverseTrace(Trace):
             self.tape.append(node)
         if prim.multiple_results:
             return tuple(ReverseTracer(o, self, node, k) for k, o in enumerate(out))
+        if type(out) is _ndarray:     # ReverseTracer(out, self, node), written out
+            t = _new(_ReverseArrayTracer if out.ndim else ReverseTracer)
+            t._val = out
+            t._trace = self
+            t._node = node
+            t._pos = None
+            return t
         return ReverseTracer(out, self, node)
 
     def process_call(self, call, args):
@@ -273,8 +303,15 @@ def backward(tape, seeds):
             if kind:
                 c, m = _structural(kind, rule, ct, mask, out, args, params)
             else:
-                c = rule(ct, out, *args, **params)
                 m = None
+                if params:
+                    c = rule(ct, out, *args, **params)
+                elif len(args) == 1:          # (no argument tuple or dict to build)
+                    c = rule(ct, out, args[0])
+                elif len(args) == 2:
+                    c = rule(ct, out, args[0], args[1])
+                else:
+                    c = rule(ct, out, *args)
             if c is None:
                 continue
             if pos is not None:
@@ -285,7 +322,8 @@ def backward(tape, seeds):
                 meta = pnode
             if m is not None:
                 m = _fit_mask(m, c, meta.shape)
-            if c.shape != meta.shape or c.dtype != meta.dtype:
+            d = c.dtype
+            if c.shape != meta.shape or (d is not meta.dtype and d != meta.dtype):
                 c = _fit(c, meta)
             prev = cts.get(pnode)
             if prev is None:

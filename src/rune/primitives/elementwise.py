@@ -51,8 +51,8 @@ def _quiet():
     return np.errstate(divide="ignore", invalid="ignore", over="ignore")
 
 
-def _scale(d):
-    """The rule ``g -> g * d(args, out)`` for one argument: an ordinary product.
+def _scale(d, n=None):
+    """The rule ``g -> g * d(args, out)`` for one of the ``n`` arguments: an ordinary product.
 
     Where ``g`` is a structural zero (the branch ``np.where`` did not take), the engine
     makes the product zero whatever ``d`` is (``rune.reverse.backward``); a zero that
@@ -64,7 +64,16 @@ def _scale(d):
         return lambda g, out, *args: -g
     if isinstance(d, over):
         den = d.den
+        if n == 1:
+            return lambda g, out, x: g / den(x, out)
+        if n == 2:
+            return lambda g, out, x, y: g / den(x, y, out)
         return lambda g, out, *args: g / den(*args, out)
+    # one frame per rule: the arities spelled out (no argument tuple to pack and unpack)
+    if n == 1:
+        return lambda g, out, x: g * d(x, out)
+    if n == 2:
+        return lambda g, out, x, y: g * d(x, y, out)
     return lambda g, out, *args: g * d(*args, out)
 
 
@@ -118,7 +127,7 @@ def elementwise(ufunc, *partials, name=None, uses=None, masks=False):
     * ``masks``: the partials are weights >= 0 and exactly 0 for the branch not taken
       (``maximum``: the loser's), which the engine then tracks as a structural zero.
     """
-    rules = tuple(None if d is None else _scale(d) for d in partials)
+    rules = tuple(None if d is None else _scale(d, len(partials)) for d in partials)
     if all(d is None or d is ONE or d is NEG for d in partials):
         residuals = ()
     else:
