@@ -194,6 +194,23 @@ def deep_loss(W, x, xp=np):
     return xp.sum(deep_block(W, x, W6_DEPTH, xp))
 
 
+def deep_loss_grad_by_hand(W, x, depth=W6_DEPTH):
+    """W6's gradient (in ``W`` and ``x``) written by hand in NumPy: the forward pass keeping
+    each layer's output, then per layer ``ct * (1 - y*y)`` and the two products.  This is
+    the kernel floor any reverse mode over NumPy reaches at best."""
+    ys = [x]
+    for _ in range(depth):
+        ys.append(np.tanh(W @ ys[-1]))
+    ct = np.ones_like(ys[-1])
+    dW = np.zeros_like(W)
+    for k in range(depth, 0, -1):
+        y = ys.pop()
+        pre = ct * (1 - y * y)
+        dW += pre @ ys[-1].T
+        ct = W.T @ pre
+    return dW, ct
+
+
 def deep_loss_checkpointed(W, x, checkpoint, xp=np):
     """W6 with ``checkpoint`` (rune.checkpoint, jax.checkpoint, ...) around every segment."""
     def segment(W, x):

@@ -42,6 +42,7 @@ from .primitives.backends import is_duck_array
 from .typing import AxisSpec, P
 
 _ndarray = np.ndarray
+_new = object.__new__
 __all__ = ["vmap", "moveaxis_to", "NeedsPerExample"]
 
 
@@ -159,8 +160,33 @@ class BatchTrace(Trace):
         return vals, bdims
 
     def process(self, prim, args, params):
-        vals, bdims = self.unwrap(args)
-        if bdims.count(None) == len(bdims):
+        vals = []           # self.unwrap(args), written out: every operation passes here
+        bdims = []
+        batched = 0
+        for a in args:
+            if isinstance(a, BatchTracer) and a._trace is self:
+                vals.append(a._val)
+                b = a._bdim
+                bdims.append(b)
+                if b is not None:
+                    batched += 1
+            else:
+                vals.append(a)
+                bdims.append(None)
+        if batched and prim.aligned_batch:
+            # An elementwise primitive whose batched operands all have the batch axis first
+            # and every other axis: NumPy's broadcasting is already the batched operation
+            # (the unbatched operands have no more axes and align from the right).
+            out = _aligned(prim, vals, bdims, params, self.bottom)
+            if out is not None:
+                if type(out) is _ndarray:
+                    t = _new(_BatchArrayTracer if out.ndim > 1 else BatchTracer)
+                    t._val = out
+                    t._bdim = 0
+                    t._trace = self
+                    return t
+                return BatchTracer(out, 0, self)
+        if not batched:
             out = prim.impl(*vals, **params) if self.bottom else bind(prim, *vals, **params)
             if prim.multiple_results:
                 return tuple(BatchTracer(o, None, self) for o in out)
@@ -206,6 +232,27 @@ class BatchTrace(Trace):
         if prim.multiple_results:
             return tuple(np.stack(list(o)) for o in zip(*outs)), 0
         return np.stack(outs), 0
+
+
+def _aligned(prim, vals, bdims, params, bottom):
+    """``prim`` applied to ``vals`` as they are, when every batched one has its batch axis
+    at 0 and as many axes as the result (else None: the batching rule aligns them)."""
+    full = 0        # the result's rank, batch axis included, as the unbatched ones need it
+    batched = -1    # the rank of the batched ones (all the same)
+    for v, b in zip(vals, bdims):
+        nd = v.ndim if type(v) is _ndarray else rank(v)
+        if b is None:
+            if nd >= full:
+                full = nd + 1
+        elif b != 0 or (batched >= 0 and nd != batched):
+            return None
+        else:
+            batched = nd
+    if batched < full:
+        return None
+    if not bottom:
+        return bind(prim, *vals, **params)
+    return prim.impl(*vals, **params) if params else prim.impl(*vals)
 
 
 def _slice_axis(x, axis, start, stop):

@@ -88,7 +88,7 @@ class Primitive:
     """
 
     __slots__ = ("name", "impl", "jvp", "vjp", "batch", "nondiff", "multiple_results",
-                 "residuals", "masks", "elementwise", "layout", "plan")
+                 "residuals", "masks", "elementwise", "layout", "plan", "aligned_batch")
 
     def __init__(self, name, impl, *, jvp=None, vjp=None, batch=None,
                  nondiff=False, multiple_results=False, residuals=None, masks=False,
@@ -102,6 +102,8 @@ class Primitive:
         self.multiple_results = multiple_results
         self.residuals = residuals
         self.masks, self.elementwise, self.layout = masks, elementwise, layout
+        self.aligned_batch = False  # batched by NumPy's broadcasting once every batch axis
+        #                             is first and full rank (rune.batching._aligned)
         self.plan = None    # what the reverse-mode tape keeps (rune.residuals), made when
         #                     first recorded
 

@@ -106,6 +106,7 @@ def elementwise_primitive(name, impl, *, ufunc=None, **declarations):
     """
     p = Primitive(name, impl, **declarations)
     p.batch = elementwise_batch(p)
+    p.aligned_batch = True
     if ufunc is not None:
         register_ufunc(ufunc, p)
     return p
