@@ -282,3 +282,49 @@ def test_stencil_with_masks_at_the_boundary_keeps_its_structural_zeros():
     np.testing.assert_allclose(g[0], 0.25 * d[1], rtol=1e-12)     # only through u[1]'s update
     assert np.all(np.isfinite(g))
     rune.check_grads(lambda u: np.sum(np.sin(u[1:-1]) * u[:-2] + u[2:] ** 2), u + 1, order=2)
+
+
+EXTREMUM_CASES = {
+    "plain": np.array([[3.0, 1.0, 2.0], [0.5, 4.0, -1.0]]),
+    "ties": np.array([[2.0, 2.0, 1.0], [5.0, 5.0, 5.0]]),
+    "nan": np.array([[np.nan, 1.0, 2.0], [0.5, 4.0, -1.0]]),
+    "inf": np.array([[np.inf, 1.0, -np.inf], [-np.inf, -np.inf, -np.inf]]),
+}
+
+
+@pytest.mark.parametrize("case", list(EXTREMUM_CASES))
+@pytest.mark.parametrize("incoming", [False, True], ids=["no-mask", "masked"])
+@pytest.mark.parametrize("axis, keepdims", [((1,), True), ((1,), False), ((0, 1), False)])
+@pytest.mark.parametrize("name", ["max", "min"])
+def test_extremum_masks_equal_the_general_ones(name, axis, keepdims, incoming, case):
+    """max's and min's ``structural`` hook (cotangent and structural zeros at once) gives
+    what the general way gives: the rule run on the indicator of the non-structural
+    elements, then the rule on the cotangent with the structural elements zeroed; with ties,
+    NaN and infinite extrema, and an incoming mask."""
+    from rune.primitives.reductions import max_p, min_p
+    from rune.reverse import _structural
+    from rune.residuals import MASKS
+    prim = max_p if name == "max" else min_p
+    rule = prim.vjp[0]
+    x = EXTREMUM_CASES[case]
+    out = prim.impl(x, axis=axis, keepdims=keepdims)
+    rng = np.random.default_rng(1)
+    ct = rng.standard_normal(np.shape(out))
+    mask = None
+    if incoming:
+        mask = np.zeros(np.shape(out), bool)
+        mask.flat[0] = True
+        ct = np.where(mask, np.inf, ct)     # the branch not taken: inf, made zero structurally
+    params = {"axis": axis, "keepdims": keepdims}
+    c, m = _structural(MASKS, rule, ct, mask, out, (x,), params)
+    hook = rule.structural
+    try:
+        del rule.structural
+        c0, m0 = _structural(MASKS, rule, ct, mask, out, (x,), params)
+    finally:
+        rule.structural = hook
+    np.testing.assert_array_equal(c, c0)        # NaN where NaN, zero where zero
+    if m0 is None:
+        assert m is None or not np.any(m)
+    else:
+        np.testing.assert_array_equal(m, m0)

@@ -367,6 +367,14 @@ def _structural(kind, rule, ct, mask, out, args, params):
         m = hook(ct, mask, out, *args, **params)
         if m is not NotImplemented:
             return rule(ct, out, *args, **params), (None if m is None or none_set(m) else m)
+    # A rule may compute its cotangent and structural zeros at once (rule.structural: max's,
+    # min's), when its values there need not be exact zeros.
+    hook = getattr(rule, "structural", None)
+    if hook is not None:
+        c, m = hook(ct, mask, out, *args, **params)
+        if none_set(m):
+            return c, None
+        return np.where(m, 0, c), m
     # MASKS, LAYOUT: where the rule sends nothing of the non-structural elements, the result is
     # structural.  The rule runs on the indicator with its residuals' derivatives stopped
     # (batches are kept), so no outer transformation records it.

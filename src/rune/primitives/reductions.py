@@ -67,6 +67,20 @@ def _extremum(name, fn):
     def vjp(ct, out, x, axis, keepdims):
         return _expand_back(ct, x, axis, keepdims) * _extremum_weights(x, out, axis, keepdims)
 
+    def structural(ct, mask, out, x, axis, keepdims):
+        """The cotangent and its structural zeros at once (see rune.reverse._structural):
+        every element but its group's extrema, and a whole group whose output's cotangent
+        is structural, where the weights are finite (a NaN extremum makes them NaN; the
+        engine's general way, the rule run on an indicator, gives the same)."""
+        w = _extremum_weights(x, out, axis, keepdims)
+        m = w == 0
+        if mask is not None:
+            m = m | (_expand_back(mask, x, axis, keepdims) & ~np.isnan(w))
+        with np.errstate(invalid="ignore"):
+            c = _expand_back(ct, x, axis, keepdims) * w
+        return c, m
+
+    vjp.structural = structural
     p = Primitive(name, lambda x, axis, keepdims: fn(x, axis=axis, keepdims=keepdims),
                   jvp=(jvp,), vjp=(vjp,),
                   batch=lambda args, bdims, axis, keepdims: _batch_axes(args, bdims, axis,
