@@ -59,9 +59,9 @@ def _scale(d, n=None):
     arithmetic produced is an ordinary number, and ``0 * inf`` is NaN, as in JAX.
     """
     if d is ONE:
-        return lambda g, out, *args: g
+        return _ONE_RULES.get(n, _one)
     if d is NEG:
-        return lambda g, out, *args: -g
+        return _NEG_RULES.get(n, _neg)
     if isinstance(d, over):
         den = d.den
         if n == 1:
@@ -75,6 +75,19 @@ def _scale(d, n=None):
     if n == 2:
         return lambda g, out, x, y: g * d(x, y, out)
     return lambda g, out, *args: g * d(*args, out)
+
+
+def _one(g, out, *args):
+    return g
+
+
+def _neg(g, out, *args):
+    return -g
+
+
+# one frame per rule: the arities spelled out (no argument tuple to pack)
+_ONE_RULES = {1: lambda g, out, x: g, 2: lambda g, out, x, y: g}
+_NEG_RULES = {1: lambda g, out, x: -g, 2: lambda g, out, x, y: -g}
 
 
 class over:
