@@ -227,7 +227,8 @@ def indicator_dtype(v):
 def none_set(m):
     """True when the mask ``m`` is a concrete array with no element set (it is then
     dropped: no later rule pays for it).  A traced mask is kept as it is."""
-    return type(m) is np.ndarray and not m.any() or type(m) is np.bool_ and not m
+    # (np.count_nonzero: the bool fast path in C, a third of m.any()'s time on small masks)
+    return type(m) is np.ndarray and not np.count_nonzero(m) or type(m) is np.bool_ and not m
 
 
 _new = object.__new__

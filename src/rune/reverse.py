@@ -301,6 +301,11 @@ def backward(tape, seeds):
             if rule is None:
                 continue
             if kind:
+                if kind == MASKS and pos is None and type(ct) is _ndarray:
+                    where = getattr(rule, "scatter_index", None)
+                    if where is not None and _scatter(cts, zeros, owned, pnode, ct, mask,
+                                                      where(ct, out, *args, **params)):
+                        continue
                 c, m = _structural(kind, rule, ct, mask, out, args, params)
             else:
                 m = None
@@ -389,6 +394,46 @@ def _structural(kind, rule, ct, mask, out, args, params):
     with np.errstate(invalid="ignore"):
         c = rule(ct, out, *args, **params)
     return np.where(m, 0, c), m
+
+
+def _scatter(cts, zeros, owned, pnode, ct, mask, idx):
+    """Add the contribution "``ct`` at the basic index ``idx``, zeros elsewhere" (a rule's
+    ``scatter_index``: ``x[1:-1]``'s) to ``pnode``'s cotangent without making it whole:
+    ``total[idx] += ct`` into an array of this pass's own.  The elements outside ``idx``
+    are structural zeros of this contribution, so the total keeps structural only what
+    was structural before and is outside ``idx`` (or inside, and structural in ``ct``'s
+    ``mask`` too).  False: not this case (the rule runs as usual)."""
+    meta = pnode.meta
+    if meta is None:
+        meta = pnode
+    if idx is None or ct.dtype != meta.dtype or type(meta.shape) is not tuple:
+        return False
+    prev = cts.get(pnode)
+    if prev is None:
+        total = np.zeros(meta.shape, ct.dtype)
+        total[idx] = ct
+        m = np.ones(meta.shape, bool)
+        m[idx] = False if mask is None else mask
+        if not none_set(m):
+            zeros[pnode] = m
+        cts[pnode] = total
+        owned.add(pnode)
+        return True
+    if type(prev) is not _ndarray:
+        return False
+    if pnode not in owned:
+        prev = cts[pnode] = prev.copy()
+        owned.add(pnode)
+    prev[idx] += ct
+    old = zeros.get(pnode)
+    if old is not None:       # structural before; now no longer inside idx (but where ct's is)
+        m = old.copy()
+        m[idx] = False if mask is None else m[idx] & mask
+        if none_set(m):
+            del zeros[pnode]
+        else:
+            zeros[pnode] = m
+    return True
 
 
 def _fit_mask(m, c, shape):

@@ -372,6 +372,16 @@ def _index_set_zero_mask(ct, mask, out, x, v, *arrays, template):
 _gather_vjp.zero_mask = _gather_zero_mask     # see rune.reverse._structural
 
 
+def _gather_scatter_index(ct, out, x, *arrays, template):
+    """Where :func:`_gather_vjp` puts ``ct`` when it is a basic index (no element selected
+    twice), so that the engine adds it into the accumulated cotangent in place
+    (``rune.reverse._scatter``); None otherwise."""
+    return None if arrays else build_index(template, arrays)
+
+
+_gather_vjp.scatter_index = _gather_scatter_index
+
+
 def _index_set_vjp_x(ct, out, x, v, *arrays, template):
     if not arrays and type(ct) is np.ndarray:   # a plain cotangent, a basic index: directly
         c = ct.copy()
