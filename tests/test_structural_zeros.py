@@ -391,3 +391,34 @@ def test_slices_added_in_place_equal_the_general_way(k):
     assert np.all(np.isfinite(fast[0]))
     if f.__name__ not in ("both_masked", "trap"):   # (sqrt at 0: no finite differences)
         rune.check_grads(f, x.astype(np.float64), order=2)
+
+
+@pytest.mark.parametrize("name", ["maximum", "minimum", "fmax", "fmin"])
+@pytest.mark.parametrize("incoming", [False, True], ids=["no-mask", "masked"])
+def test_weighted_masks_equal_the_general_ones(name, incoming):
+    """maximum's & co. ``structural`` hook (cotangent and structural zeros from one set of
+    weights) gives what the general way gives, with ties, NaN, broadcasting and an
+    incoming mask."""
+    from rune.dispatch import UFUNCS
+    from rune.reverse import _structural
+    from rune.residuals import MASKS
+    prim = UFUNCS[getattr(np, name)]
+    x = np.array([[1.0, 2.0, np.nan, 3.0], [0.0, -1.0, 5.0, np.nan]])
+    y = np.array([2.0, 2.0, 1.0, np.nan])
+    out = prim.impl(x, y)
+    rng = np.random.default_rng(2)
+    ct = rng.standard_normal(out.shape)
+    mask = None
+    if incoming:
+        mask = rng.random(out.shape) < 0.4
+        ct = np.where(mask, np.inf, ct)
+    for rule in prim.vjp:
+        c, m = _structural(MASKS, rule, ct, mask, out, (x, y), {})
+        hook = rule.structural
+        try:
+            del rule.structural
+            c0, m0 = _structural(MASKS, rule, ct, mask, out, (x, y), {})
+        finally:
+            rule.structural = hook
+        np.testing.assert_array_equal(c, c0)
+        np.testing.assert_array_equal(m, m0)

@@ -77,6 +77,20 @@ def _scale(d, n=None):
     return lambda g, out, *args: g * d(*args, out)
 
 
+def _weighted_structural(d):
+    """The ``structural`` hook (see rune.reverse._structural) of ``g * d`` with ``d`` a
+    finite weight that is 0 exactly for the branch not taken (``maximum``'s loser): the
+    cotangent and its structural zeros at once, ``d`` computed once (the engine's general
+    way runs the rule twice, once on an indicator)."""
+    def structural(g, mask, out, *args):
+        w = d(*args, out)
+        m = w == 0
+        if mask is not None:
+            m = m | mask
+        return g * w, m
+    return structural
+
+
 def _one(g, out, *args):
     return g
 
@@ -142,6 +156,10 @@ def elementwise(ufunc, *partials, name=None, uses=None, masks=False):
       (``maximum``: the loser's), which the engine then tracks as a structural zero.
     """
     rules = tuple(None if d is None else _scale(d, len(partials)) for d in partials)
+    if masks:
+        for d, rule in zip(partials, rules):
+            if callable(d) and not isinstance(d, over):
+                rule.structural = _weighted_structural(d)
     if all(d is None or d is ONE or d is NEG for d in partials):
         residuals = ()
     else:
