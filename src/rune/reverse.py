@@ -34,6 +34,8 @@ from .api_util import (
 )
 from .calls import leaked
 from .primitives.backends import ones_shaped_like, seed_like
+from .primitives.reductions import sum_p
+from .primitives.shape import reshape_p
 from .residuals import (  # noqa: F401  (Dropped, ResidualError, _Plan: also used from here)
     ELEMENTWISE, LAYOUT, MASKS, Dropped, ResidualError, _Meta, _Plan, _kept_args, _new, _plan,
     indicator_dtype, none_set)
@@ -240,10 +242,12 @@ def unbroadcast(c, shape):
         return np.broadcast_to(np.reshape(c, (1,) * -extra + tuple(cshape)), shape)
     axes = tuple(range(extra)) + tuple(
         extra + i for i, d in enumerate(shape) if d == 1 and cshape[extra + i] != 1)
+    # the primitives themselves: NumPy's dispatch, the axis checks and the views'
+    # bookkeeping of np.sum and np.reshape are for the user's calls
     if axes:
-        c = np.sum(c, axis=axes)
+        c = sum_p(c, axis=axes, keepdims=False)
     if c.shape != shape:
-        c = np.reshape(c, shape)
+        c = reshape_p(c, shape=tuple(shape))
     return c
 
 

@@ -15,6 +15,7 @@ import numpy as np
 from ..core import Primitive
 from ..dispatch import register_ufunc
 from ._util import ndim, shape, to_front, per_argument
+from .shape import reshape_p
 
 # --------------------------------------------------------------------------
 # matmul
@@ -28,8 +29,10 @@ def _matmul_vjp_x(ct, out, x, y):
         if ndim(x) == 2:        # an outer product: one einsum (one kernel under vmap too)
             return einsum_p(ct, y, spec="i,j->ij")
         return np.expand_dims(ct, -1) * y
-    if ndim(x) == 1:
-        return np.squeeze(np.matmul(y, np.expand_dims(ct, -1)), -1)
+    if ndim(x) == 1:        # (the primitives: NumPy's dispatch is for the user's calls)
+        s = shape(ct)
+        return reshape_p(matmul_p(y, reshape_p(ct, shape=s + (1,))), shape=shape(y)[:-2]
+                         + shape(y)[-2:-1])
     return np.matmul(ct, np.swapaxes(y, -1, -2))
 
 

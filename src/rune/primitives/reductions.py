@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .shape import broadcast_like
+from .shape import broadcast_like, reshape_p
 from ..core import Primitive
 from ._util import shape, to_front, weight_dtype
 
@@ -27,8 +27,8 @@ def kept_shape(xshape, axis):
 
 def _expand_back(ct, x, axis, keepdims):
     """A reduced cotangent ``ct`` broadcast back to ``x``'s shape."""
-    if not keepdims:
-        ct = np.reshape(ct, kept_shape(shape(x), axis))
+    if not keepdims:        # (the primitive: np.reshape's dispatch is for the user's calls)
+        ct = reshape_p(ct, shape=kept_shape(shape(x), axis))
     return broadcast_like(ct, shape(x), x)
 
 
@@ -42,7 +42,8 @@ def _batch_axes(args, bdims, axis, keepdims, prim, **extra):
 # --------------------------------------------------------------------------
 
 sum_p = Primitive(
-    "sum", lambda x, axis, keepdims: np.sum(x, axis=axis, keepdims=keepdims),
+    "sum", lambda x, axis, keepdims: x.sum(axis=axis, keepdims=keepdims)   # (the method:
+    if type(x) is np.ndarray else np.sum(x, axis=axis, keepdims=keepdims),   # less dispatch)
     jvp=(lambda t, out, x, axis, keepdims: sum_p(t, axis=axis, keepdims=keepdims),),
     vjp=(lambda ct, out, x, axis, keepdims: _expand_back(ct, x, axis, keepdims),),
     batch=lambda args, bdims, axis, keepdims: _batch_axes(args, bdims, axis, keepdims, sum_p),
@@ -81,7 +82,10 @@ def _extremum(name, fn):
         return c, m
 
     vjp.structural = structural
-    p = Primitive(name, lambda x, axis, keepdims: fn(x, axis=axis, keepdims=keepdims),
+    method = getattr(np.ndarray, name)
+
+    p = Primitive(name, lambda x, axis, keepdims: method(x, axis=axis, keepdims=keepdims)
+                  if type(x) is np.ndarray else fn(x, axis=axis, keepdims=keepdims),
                   jvp=(jvp,), vjp=(vjp,),
                   batch=lambda args, bdims, axis, keepdims: _batch_axes(args, bdims, axis,
                                                                         keepdims, p),

@@ -25,7 +25,8 @@ def _reshape_batch(args, bdims, shape):
 
 
 reshape_p = Primitive(
-    "reshape", lambda x, shape: np.reshape(x, shape),
+    "reshape", lambda x, shape: x.reshape(shape) if type(x) is np.ndarray   # (the method:
+    else np.reshape(x, shape),                         # np.reshape's dispatch costs more)
     jvp=(lambda t, out, x, shape: reshape_p(t, shape=shape),),
     vjp=(lambda ct, out, x, shape: reshape_p(ct, shape=tuple(x.shape)),),
     batch=_reshape_batch, residuals=("shapes",), layout=True)
@@ -95,6 +96,8 @@ def broadcast_like(value, shape, ref):
         chunks = tuple(auto[i] if i < lead or value.shape[i - lead] == 1
                        else value.chunks[i - lead] for i in range(len(shape)))
         return da.broadcast_to(value, shape, chunks=chunks)
+    if isinstance(value, Tracer):   # the primitive (np.broadcast_to's dispatch is for users)
+        return broadcast_to_p(value, shape=tuple(shape))
     return np.broadcast_to(value, shape)
 
 
