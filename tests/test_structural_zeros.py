@@ -422,3 +422,25 @@ def test_weighted_masks_equal_the_general_ones(name, incoming):
             rule.structural = hook
         np.testing.assert_array_equal(c, c0)
         np.testing.assert_array_equal(m, m0)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.complex128])
+@pytest.mark.parametrize("bad", [None, np.inf, -np.inf, np.nan], ids=["finite", "inf", "-inf",
+                                                                       "nan"])
+def test_zero_at_is_where(dtype, bad):
+    """rune.reverse.zero_at (a finite cotangent: +0 where structural, without np.where's
+    branches) equals np.where(m, 0, c), including +0 (not -0) at the structural zeros and
+    the non-finite values that np.where must zero."""
+    from rune.reverse import zero_at
+    rng = np.random.default_rng(3)
+    m = rng.random((7, 9)) < 0.5
+    g = np.where(m, -0.0, rng.standard_normal((7, 9))).astype(dtype)  # structural: zero
+    d = rng.standard_normal((7, 9))
+    if bad is not None:
+        d[m & (rng.random((7, 9)) < 0.3)] = bad      # an infinite derivative at a structural
+    with np.errstate(invalid="ignore"):             # zero: the product is NaN there
+        c = (g * d).astype(dtype)
+    z = zero_at(m, c)
+    assert z.dtype == c.dtype
+    np.testing.assert_array_equal(z, np.where(m, 0, c))
+    assert not np.any(np.signbit(np.real(z[m])))
