@@ -450,9 +450,14 @@ def zero_at(m, c):
     ``c + 0.0`` (-0 becomes +0, nothing else changes) is the same in two passes without
     branches; NumPy's where branches on every element (13x slower on an irregular mask, a
     ReLU's).  A traced or non-real ``c`` takes np.where."""
-    if type(c) is _ndarray and c.dtype.kind == "f" and type(m) is _ndarray:
+    v = c
+    if type(c) is not _ndarray and isinstance(c, Tracer) and c._trace.kind == "vmap":
+        v = c._val      # batched plain values (vmap differentiates nothing: c + 0.0 is as
+        #                 good as np.where there; under a grad or jvp it is not, as their
+        #                 derivatives through the structural zeros differ)
+    if type(v) is _ndarray and v.dtype.kind == "f":
         with np.errstate(over="ignore", invalid="ignore"):
-            finite = np.isfinite(c.sum())     # (an overflowing sum: np.where, still exact)
+            finite = np.isfinite(v.sum())     # (an overflowing sum: np.where, still exact)
         if finite:
             return c + 0.0
     return np.where(m, 0, c)
