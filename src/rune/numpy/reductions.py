@@ -82,7 +82,7 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=np._NoValue, *,
         n *= shape(a)[ax]
     m = globals()["mean"](a, axis=axes, dtype=dtype, keepdims=True)
     d = a - m
-    sq = np.real(d * np.conj(d)) if np.iscomplexobj(d) else d * d
+    sq = np.real(d * np.conj(d)) if np.iscomplexobj(d) else np.square(d)   # (one VJP product)
     return sum_(sq, axis=axes, keepdims=keepdims) / max(n - ddof, 0)
 
 
