@@ -58,10 +58,19 @@ def _scale(d, n=None):
     makes the product zero whatever ``d`` is (``rune.reverse.backward``); a zero that
     arithmetic produced is an ordinary number, and ``0 * inf`` is NaN, as in JAX.
     """
+    # (a function of its own per primitive: hooks may be attached to a rule)
     if d is ONE:
-        return _ONE_RULES.get(n, _one)
+        if n == 1:
+            return lambda g, out, x: g
+        if n == 2:
+            return lambda g, out, x, y: g
+        return lambda g, out, *args: g
     if d is NEG:
-        return _NEG_RULES.get(n, _neg)
+        if n == 1:
+            return lambda g, out, x: -g
+        if n == 2:
+            return lambda g, out, x, y: -g
+        return lambda g, out, *args: -g
     if isinstance(d, over):
         den = d.den
         if n == 1:
@@ -89,19 +98,6 @@ def _weighted_structural(d):
             m = m | mask
         return g * w, m
     return structural
-
-
-def _one(g, out, *args):
-    return g
-
-
-def _neg(g, out, *args):
-    return -g
-
-
-# one frame per rule: the arities spelled out (no argument tuple to pack)
-_ONE_RULES = {1: lambda g, out, x: g, 2: lambda g, out, x, y: g}
-_NEG_RULES = {1: lambda g, out, x: -g, 2: lambda g, out, x, y: -g}
 
 
 class over:
