@@ -214,6 +214,9 @@ def test_square_under_a_transformation_is_numpys(dtype):
     seen = {}
 
     def f(x):
+        y = x.copy()
+        y **= 2
+        seen["inplace"] = rune.stop_gradient(y)
         seen["op"] = rune.stop_gradient(x ** 2)
         seen["float"] = rune.stop_gradient(x ** 2.0)
         seen["power"] = rune.stop_gradient(np.power(x, 2))
@@ -221,6 +224,9 @@ def test_square_under_a_transformation_is_numpys(dtype):
 
     g = rune.grad(f)(x)
     np.testing.assert_array_equal(seen["op"], x ** 2)
+    y = x.copy()
+    y **= 2
+    np.testing.assert_array_equal(seen["inplace"], y)
     np.testing.assert_array_equal(seen["float"], x ** 2.0)
     np.testing.assert_array_equal(seen["power"], np.power(x, 2))
     np.testing.assert_array_equal(g, 2 * x)

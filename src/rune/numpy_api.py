@@ -313,6 +313,7 @@ def install():
         return power(self, other)
 
     T.__pow__ = __pow__
+    T.__ipow__ = lambda self, other: _inplace(self, __pow__(self, other), np.power)
     for name, uf in {"lt": np.less, "le": np.less_equal, "gt": np.greater,
                      "ge": np.greater_equal, "eq": np.equal, "ne": np.not_equal}.items():
         setattr(T, f"__{name}__", _binary(UFUNCS[uf])[0])
