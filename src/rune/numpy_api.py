@@ -23,6 +23,7 @@ from __future__ import annotations
 import copy as _copy
 import importlib
 import sys
+import types
 
 import numpy as np
 
@@ -40,6 +41,7 @@ from .dispatch import (UFUNCS, FUNCTIONS, REDUCE as _REDUCE, ACCUMULATE as _ACCU
                        asarray_traced as _np_asarray_traced)
 
 _ndarray = np.ndarray
+_NO_PARAMS = types.MappingProxyType({})   # the fast paths' parameters: none, shared, read-only
 
 
 # --------------------------------------------------------------------------
@@ -61,7 +63,7 @@ def array_ufunc(self, ufunc, method, *inputs, **kwargs):
             if len(inputs) == 1 and type(handler) is Primitive:   # np.sin(x): x's trace
                 trace = self._trace                               # takes it directly
                 if trace.active:
-                    return trace.process(handler, inputs, {})
+                    return trace.process(handler, inputs, _NO_PARAMS)
             for x in inputs:
                 if type(x) in (list, tuple):
                     inputs = [_as_operand(x) for x in inputs]
@@ -228,7 +230,7 @@ def _binary(prim, ufunc=None):
         if t is float or t is _ndarray or t is int:
             trace = self._trace
             if trace.active:
-                return trace.process(prim, (self, other), {})
+                return trace.process(prim, (self, other), _NO_PARAMS)
         elif t in (list, tuple):
             other = _np_asarray_traced(other)
         return bind(prim, self, other)
@@ -238,7 +240,7 @@ def _binary(prim, ufunc=None):
         if t is float or t is _ndarray or t is int:
             trace = self._trace
             if trace.active:
-                return trace.process(prim, (other, self), {})
+                return trace.process(prim, (other, self), _NO_PARAMS)
         elif t in (list, tuple):
             other = _np_asarray_traced(other)
         return bind(prim, other, self)
