@@ -37,84 +37,41 @@ except ImportError:
 # autograd: the NumPy text, with autograd.numpy as np
 # --------------------------------------------------------------------------
 
-def ag_gp_nlml(log_params, X, y):
+def _autograd_text():
+    """``programs.py``'s NumPy functions, the same text with ``np`` meaning autograd.numpy
+    (how autograd's users write it): each function made again over a copy of that
+    module's globals in which ``np`` is autograd.numpy and the functions are these copies
+    (``transformer_loss`` calls this ``layer_norm``, ``ode_loss``'s default step is this
+    ``rk4_step``)."""
+    import types
+
+    import programs
+    names = ("gp_nlml", "ode_rhs", "rk4_step", "ode_loss", "layer_norm", "transformer_loss",
+             "mlp_example_loss", "heat_functional")
+    g = dict(vars(programs), np=anp)
+    made = {}
+    for name in names:
+        f = getattr(programs, name)
+        made[f] = types.FunctionType(f.__code__, g, name, None, f.__closure__)
+    for f, new in made.items():
+        new.__defaults__ = tuple(made.get(d, d) if callable(d) else d
+                                 for d in f.__defaults__ or ()) or None
+        g[f.__name__] = new
+    return {f.__name__: new for f, new in made.items()}
+
+
+def ag_dp_sgd_grad(example_loss, p, X, Y, noise, clip=1.0):
     np = anp
-    ell, sf, sn = np.exp(log_params)
-    d2 = np.sum((X[:, None, :] - X[None, :, :]) ** 2, axis=-1)
-    K = sf ** 2 * np.exp(-0.5 * d2 / ell ** 2) + (sn ** 2 + 1e-6) * np.eye(len(y))
-    L = np.linalg.cholesky(K)
-    alpha = np.linalg.solve(L.T, np.linalg.solve(L, y))
-    return 0.5 * y @ alpha + np.sum(np.log(np.diag(L))) + 0.5 * len(y) * np.log(2 * np.pi)
-
-
-def ag_rk4_step(params, h, dt=0.05):
-    np = anp
-    W, b = params
-
-    def rhs(h):
-        return np.tanh(W @ h + b)
-    k1 = rhs(h)
-    k2 = rhs(h + 0.5 * dt * k1)
-    k3 = rhs(h + 0.5 * dt * k2)
-    k4 = rhs(h + dt * k3)
-    return h + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
-
-
-def ag_ode_loss(params, h0, step=ag_rk4_step, n_steps=100):
-    h = h0
-    for _ in range(n_steps):
-        h = step(params, h)
-    return anp.sum(h ** 2)
-
-
-def ag_layer_norm(x, g, b):
-    np = anp
-    mu = np.mean(x, axis=-1, keepdims=True)
-    var = np.var(x, axis=-1, keepdims=True)
-    return (x - mu) / np.sqrt(var + 1e-5) * g + b
-
-
-def ag_transformer_loss(p, x):
-    np = anp
-    h = ag_layer_norm(x, p["g1"], p["b1"])
-    q, k, v = h @ p["wq"], h @ p["wk"], h @ p["wv"]
-    s = q @ k.T / q.shape[-1] ** 0.5
-    s = s - np.max(s, axis=-1, keepdims=True)
-    a = np.exp(s)
-    a = a / np.sum(a, axis=-1, keepdims=True)
-    x = x + (a @ v) @ p["wo"]
-    h = ag_layer_norm(x, p["g2"], p["b2"])
-    x = x + np.maximum(h @ p["w1"], 0.0) @ p["w2"]
-    return np.mean(x ** 2)
-
-
-def ag_mlp_example_loss(p, x, y):
-    np = anp
-    w1, b1, w2, b2 = p
-    logits = np.tanh(x @ w1 + b1) @ w2 + b2
-    m = np.max(logits)
-    return -np.sum(y * (logits - m - np.log(np.sum(np.exp(logits - m)))))
-
-
-def ag_dp_sgd_grad(p, X, Y, noise, clip=1.0):
-    np = anp
-    per_example = autograd.grad(ag_mlp_example_loss)
+    per_example = autograd.grad(example_loss)
     g = [np.stack(gi) for gi in zip(*[per_example(p, x, y) for x, y in zip(X, Y)])]
     norms = np.sqrt(sum(np.sum(gi.reshape(len(X), -1) ** 2, axis=1) for gi in g))
     scale = 1.0 / np.maximum(1.0, norms / clip)
     return [np.tensordot(scale, gi, axes=1) + n for gi, n in zip(g, noise)]
 
 
-def ag_heat_functional(u0, r=0.25, n_steps=200):
-    np = anp
-    u = u0
-    for _ in range(n_steps):
-        u = np.concatenate([u[:1], u[1:-1] + r * (u[2:] - 2 * u[1:-1] + u[:-2]), u[-1:]])
-    return np.sum(u ** 2)
-
-
 def ag_heat_inplace(u0, r=0.25, n_steps=200):
-    """The in-place text under autograd: it raises (item assignment on a traced array)."""
+    """The in-place text under autograd: it raises at the item assignment, autograd's real
+    limit (an ArrayBox has no ``copy``, and ``np.copy`` no VJP: the write is what fails)."""
     u = u0.copy() if hasattr(u0, "copy") else u0
     for _ in range(n_steps):
         u[1:-1] += r * (u[2:] - 2 * u[1:-1] + u[:-2])
@@ -124,7 +81,11 @@ def ag_heat_inplace(u0, r=0.25, n_steps=200):
 def autograd_programs(gp, ode, tr, dp, u0):
     """{program: (forward, grad)} for autograd; ``None`` for a program it cannot run."""
     mp, MX, MY, noise = dp
-    step_ck = autograd.checkpoint(ag_rk4_step)
+    ag = _autograd_text()
+    ag_gp_nlml, ag_ode_loss, ag_transformer_loss, ag_heat_functional = (
+        ag[n] for n in ("gp_nlml", "ode_loss", "transformer_loss", "heat_functional"))
+    ag_mlp_example_loss = ag["mlp_example_loss"]
+    step_ck = autograd.checkpoint(ag["rk4_step"])
     out = {
         "gp": (lambda: ag_gp_nlml(*gp), lambda: autograd.grad(ag_gp_nlml)(*gp)),
         "ode_ck": (lambda: ag_ode_loss(*ode),
@@ -133,7 +94,7 @@ def autograd_programs(gp, ode, tr, dp, u0):
         "transformer": (lambda: ag_transformer_loss(*tr),
                         lambda: autograd.value_and_grad(ag_transformer_loss)(*tr)[1]),
         "dp_sgd": (lambda: [ag_mlp_example_loss(mp, x, y) for x, y in zip(MX, MY)],
-                   lambda: ag_dp_sgd_grad(mp, MX, MY, noise)),
+                   lambda: ag_dp_sgd_grad(ag_mlp_example_loss, mp, MX, MY, noise)),
         "heat_functional": (lambda: ag_heat_functional(u0),
                             lambda: autograd.grad(ag_heat_functional)(u0)),
     }
