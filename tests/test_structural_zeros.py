@@ -389,6 +389,15 @@ def test_slices_added_in_place_equal_the_general_way(k):
         assert a.dtype == b.dtype
         np.testing.assert_array_equal(a, b)
     assert np.all(np.isfinite(fast[0]))
+    # nested: vmap of grad against a loop, and forward over reverse (hvp) against the Hessian
+    xs = np.stack([x, x * 0.5 + 1])
+    np.testing.assert_allclose(rune.vmap(rune.grad(f))(xs),
+                               np.stack([rune.grad(f)(xi) for xi in xs]), rtol=1e-12, atol=0)
+    v = np.linspace(-1.0, 1.0, x.size).reshape(x.shape).astype(x.dtype)
+    g, hv = rune.hvp(f, (x,), (v,))
+    np.testing.assert_array_equal(g[0], fast[0])
+    np.testing.assert_allclose(hv[0], np.tensordot(fast[1], v, axes=v.ndim),
+                               rtol=1e-5 if x.dtype == np.float32 else 1e-12, atol=1e-6)
     if f.__name__ not in ("both_masked", "trap"):   # (sqrt at 0: no finite differences)
         rune.check_grads(f, x.astype(np.float64), order=2)
 
