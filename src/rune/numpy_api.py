@@ -222,33 +222,30 @@ def _lists_of_traced(orig, np_func=None):
 # Operators and methods on Tracer
 # --------------------------------------------------------------------------
 
-def _binary(prim, ufunc=None):
-    # x * 1.5, x + y with y a NumPy array: x's trace is the only one, so it takes the
-    # operation directly (bind's search for the top trace is one frame more per operation)
+def _operator(prim, reflected):
+    """``x op y`` (``y op x`` when ``reflected``) for the traced value ``x``.  With ``y`` a
+    Python number or a NumPy array, ``x``'s trace is the only one, so it takes the
+    operation directly (bind's search for the top trace is one frame more per operation)."""
     def op(self, other):
         t = type(other)
         if t is float or t is _ndarray or t is int:
             trace = self._trace
             if trace.active:
-                return trace.process(prim, (self, other), _NO_PARAMS)
+                return trace.process(prim, (other, self) if reflected else (self, other),
+                                     _NO_PARAMS)
         elif t in (list, tuple):
             other = _np_asarray_traced(other)
-        return bind(prim, self, other)
+        return bind(prim, other, self) if reflected else bind(prim, self, other)
+    return op
 
-    def rop(self, other):
-        t = type(other)
-        if t is float or t is _ndarray or t is int:
-            trace = self._trace
-            if trace.active:
-                return trace.process(prim, (other, self), _NO_PARAMS)
-        elif t in (list, tuple):
-            other = _np_asarray_traced(other)
-        return bind(prim, other, self)
+
+def _binary(prim, ufunc=None):
+    op = _operator(prim, False)
 
     def iop(self, other):
         return _inplace(self, op(self, other), ufunc)
 
-    return op, rop, iop
+    return op, _operator(prim, True), iop
 
 
 _CastingError = getattr(getattr(np, "_core", None) and np._core._exceptions,
