@@ -73,15 +73,19 @@ def _count(src, setup, body, n):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("cases", nargs="*", default=list(CASES), choices=list(CASES))
+    ap.add_argument("cases", nargs="*", metavar="CASE",
+                    help=f"what to count, of {', '.join(CASES)} (default: all)")
     ap.add_argument("--src", default=os.path.join(os.path.dirname(HERE), "src"),
                     help="the src/ directory whose rune is counted (default: this tree's)")
     args = ap.parse_args(argv)
+    unknown = [c for c in args.cases if c not in CASES]
+    if unknown:
+        ap.error(f"unknown case {unknown[0]!r}: choose from {', '.join(CASES)}")
     if shutil.which("valgrind") is None:
         print("valgrind is not on the PATH: nothing counted")
         return 0
     print(f"rune from {args.src}")
-    for name in args.cases:
+    for name in args.cases or list(CASES):
         what, body, setup, (few, more), per = CASES[name]
         a = _count(args.src, setup, body, few)
         b = _count(args.src, setup, body, more)

@@ -112,23 +112,36 @@ def test_the_tape_frees_what_the_vjp_does_not_read():
     rune.check_grads(f, W, x, order=1)
 
 
-def test_tape_nodes_hold_only_declared_values():
-    """Each node's arguments and output are kept whole exactly where declared."""
-    x = np.linspace(0.1, 0.9, 6).reshape(2, 3)
+def _spy_on_tape(monkeypatch):
+    """``{primitive name: its last node}`` as the reverse trace records them, by both of
+    its paths (``process``, and ``process_one`` for ``np.tanh(x)`` and ``x * 1.5``)."""
     seen = {}
-    original = ReverseTrace.process
+    general, one = ReverseTrace.process, ReverseTrace.process_one
 
-    def spy(self, prim, args, params):
-        out = original(self, prim, args, params)
+    def note(self, prim):
         if self.tape and self.tape[-1].vjp is prim.vjp:
             seen[prim.name] = self.tape[-1]
+
+    def spy(self, prim, args, params):
+        out = general(self, prim, args, params)
+        note(self, prim)
         return out
 
-    ReverseTrace.process = spy
-    try:
-        rune.grad(lambda x: np.sum(np.tanh(x @ x.T) + np.exp(x).sum(axis=1)))(x)
-    finally:
-        ReverseTrace.process = original
+    def spy_one(self, prim, args, k):
+        out = one(self, prim, args, k)
+        note(self, prim)
+        return out
+
+    monkeypatch.setattr(ReverseTrace, "process", spy)
+    monkeypatch.setattr(ReverseTrace, "process_one", spy_one)
+    return seen
+
+
+def test_tape_nodes_hold_only_declared_values(monkeypatch):
+    """Each node's arguments and output are kept whole exactly where declared."""
+    x = np.linspace(0.1, 0.9, 6).reshape(2, 3)
+    seen = _spy_on_tape(monkeypatch)
+    rune.grad(lambda x: np.sum(np.tanh(x @ x.T) + np.exp(x).sum(axis=1)))(x)
     assert isinstance(seen["tanh"].args[0], Dropped) and not isinstance(seen["tanh"].out,
                                                                         Dropped)
     assert not any(isinstance(a, Dropped) for a in seen["matmul"].args[:2])    # x @ x.T
@@ -214,3 +227,71 @@ def test_rule_sweep_with_every_residual_dropped_that_is_not_declared(name):
     xs = np.stack([x, x * 0.9])
     g = rune.vmap(rune.grad(f))(xs)
     np.testing.assert_allclose(g[1], rune.grad(f)(xs[1]), rtol=1e-12, atol=1e-12)
+
+
+_C = np.array([[0.5], [2.0]])          # a plain array that broadcasts against x
+
+
+@pytest.mark.parametrize("f", [
+    lambda x: np.sin(x), lambda x: np.tanh(x), lambda x: np.exp(x), lambda x: x * 1.5,
+    lambda x: 1.5 * x, lambda x: 1.5 - x, lambda x: x / _C, lambda x: _C ** x,
+    lambda x: x ** 2, lambda x: x ** 3, lambda x: 2 ** x, lambda x: x + 1,
+    lambda x: np.abs(x - 0.4), lambda x: np.maximum(x, 0.5) * (x > 0.3),
+    lambda x: np.sin(x[0, 1]) * 2.0,                # 0-d: NumPy scalars come out
+    lambda x: np.sqrt(x).astype(np.float32) * 3,    # float32 output
+    lambda x: (x + 0j) * 2j,                        # complex
+], ids=lambda f: "")
+def test_fast_path_records_what_the_general_path_records(f, monkeypatch):
+    """``np.sin(x)`` and ``x op c`` take :meth:`ReverseTrace.process_one`; its nodes keep
+    exactly what the general path keeps (the same arguments dropped, the same output
+    kept), and the gradients agree bit for bit, second order included."""
+    x = np.linspace(0.1, 0.9, 6).reshape(2, 3)
+
+    def loss(x):
+        return np.sum(np.real(f(x)) ** 2)
+
+    def record():
+        """The gradient, and what each node keeps, seen from both recording paths."""
+        seen, nodes = [], []
+        general, one = ReverseTrace.process, ReverseTrace.process_one
+
+        def note(self, prim):
+            node = self.tape[-1] if self.tape else None
+            if node is not None and node.vjp is prim.vjp and not any(
+                    n is node for n in nodes):
+                nodes.append(node)
+                seen.append((prim.name, [type(a) is Dropped for a in node.args],
+                             type(node.out) is Dropped))
+
+        def spy(self, prim, args, params):
+            out = general(self, prim, args, params)
+            note(self, prim)
+            return out
+
+        def spy_one(self, prim, args, k):
+            out = one(self, prim, args, k)
+            note(self, prim)
+            return out
+        with monkeypatch.context() as m:
+            m.setattr(ReverseTrace, "process", spy)
+            m.setattr(ReverseTrace, "process_one", spy_one)
+            g = rune.grad(loss)(x)
+        return seen, g
+
+    calls = []
+    one = ReverseTrace.process_one
+    with monkeypatch.context() as m:
+        m.setattr(ReverseTrace, "process_one",
+                  lambda self, *a: calls.append(a) or one(self, *a))
+        fast_seen, fast_g = record()
+    assert calls, "the fast path was not taken"
+    fast_h = rune.hessian(loss)(x)
+    with monkeypatch.context() as m:
+        m.setattr(ReverseTrace, "process_one", core.Trace.process_one)   # the general path
+        slow_seen, slow_g = record()
+        slow_h = rune.hessian(loss)(x)
+    np.testing.assert_array_equal(fast_g, slow_g)
+    np.testing.assert_array_equal(fast_h, slow_h)
+    assert fast_seen == slow_seen and slow_seen
+    if f(x).dtype != np.float32:        # (finite differences through float32: too coarse)
+        rune.check_grads(loss, x, order=2)

@@ -23,7 +23,6 @@ from __future__ import annotations
 import copy as _copy
 import importlib
 import sys
-import types
 
 import numpy as np
 
@@ -41,7 +40,6 @@ from .dispatch import (UFUNCS, FUNCTIONS, REDUCE as _REDUCE, ACCUMULATE as _ACCU
                        asarray_traced as _np_asarray_traced)
 
 _ndarray = np.ndarray
-_NO_PARAMS = types.MappingProxyType({})   # the fast paths' parameters: none, shared, read-only
 
 
 # --------------------------------------------------------------------------
@@ -60,10 +58,17 @@ def array_ufunc(self, ufunc, method, *inputs, **kwargs):
     if method == "__call__" and not kwargs:      # the hot path: np.sin(x), np.add(x, y)
         handler = UFUNCS.get(ufunc)
         if handler is not None:
-            if len(inputs) == 1 and type(handler) is Primitive:   # np.sin(x): x's trace
-                trace = self._trace                               # takes it directly
+            if type(handler) is Primitive:     # np.sin(x), c * x: x's trace takes it
+                trace = self._trace              # directly when nothing else is traced
                 if trace.active:
-                    return trace.process(handler, inputs, _NO_PARAMS)
+                    n = len(inputs)
+                    if n == 1:
+                        return trace.process_one(handler, inputs, 0)
+                    if n == 2:
+                        a, b = inputs
+                        t = type(b if a is self else a)
+                        if t is _ndarray or t is float or t is int:
+                            return trace.process_one(handler, inputs, 0 if a is self else 1)
             for x in inputs:
                 if type(x) in (list, tuple):
                     inputs = [_as_operand(x) for x in inputs]
@@ -231,8 +236,9 @@ def _operator(prim, reflected):
         if t is float or t is _ndarray or t is int:
             trace = self._trace
             if trace.active:
-                return trace.process(prim, (other, self) if reflected else (self, other),
-                                     _NO_PARAMS)
+                if reflected:
+                    return trace.process_one(prim, (other, self), 1)
+                return trace.process_one(prim, (self, other), 0)
         elif t in (list, tuple):
             other = _np_asarray_traced(other)
         return bind(prim, other, self) if reflected else bind(prim, self, other)
@@ -308,7 +314,8 @@ def install():
         ``np.power(x, 2)`` stays np.power."""
         if (type(other) is int or type(other) is float) and other == 2 \
                 and self.dtype.kind == "f":
-            return bind(square, self)
+            trace = self._trace
+            return trace.process_one(square, (self,), 0) if trace.active else bind(square, self)
         return power(self, other)
 
     T.__pow__ = __pow__

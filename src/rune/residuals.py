@@ -93,7 +93,7 @@ class _Plan:
     gives one plan per set of arguments with a derivative (``per``, ``sub``)."""
 
     __slots__ = ("decl", "args", "shapes", "out", "gone", "nothing", "per", "sub", "masks",
-                 "zeros", "gone_out", "pair", "stand_ins")
+                 "zeros", "gone_out", "pair", "stand_ins", "one")
 
     def __init__(self, prim, decl=False):
         decl = self.decl = prim.residuals if decl is False else decl
@@ -129,12 +129,29 @@ class _Plan:
         self.pair = None
         if not self.shapes and self.args not in (True, False):
             self.pair = _keep_mask(self, 2)
+        self.one = [None, None, None]   # rune.reverse's fast path: see one()
         # how structural zeros cross the node (Node.zeros)
         self.zeros = MASKS if prim.masks else ELEMENTWISE if prim.elementwise else \
             LAYOUT if prim.layout else 0
 
     def parts(self):
         return self.args, self.shapes, self.out
+
+    def one_traced(self, prim, n, k):
+        """``(plan, keep first, keep second)`` when of ``n`` (1 or 2) arguments only the
+        ``k``-th has a derivative and the others are plain: the plan for that case and
+        whether each argument is kept whole (the others dropped without their shapes);
+        False when the tape must keep a dropped argument's shape (the general path)."""
+        plan = self.for_parents(prim, ((k, None, None),)) if self.per is not None else self
+        if plan.shapes:
+            one = False
+        elif plan.args is True:
+            one = (plan, True, True)
+        else:
+            mask = _keep_mask(plan, n) + (False,)
+            one = (plan, mask[0], mask[1])
+        self.one[n - 1 + k] = one
+        return one
 
     def for_parents(self, prim, parents):
         """The plan when the arguments ``parents`` (``(index, node, pos)``) have a derivative."""

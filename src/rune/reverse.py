@@ -39,7 +39,7 @@ from .primitives.shape import reshape_p
 from .residuals import (  # noqa: F401  (Dropped, ResidualError, _Plan: also used from here)
     ELEMENTWISE, LAYOUT, MASKS, Dropped, ResidualError, _Meta, _Plan, _kept_args, _new, _plan,
     indicator_dtype, none_set)
-from .core import Trace, Tracer, bind, new_trace, rank, stop_leaf, tracer_class_pair
+from .core import NO_PARAMS, Trace, Tracer, bind, new_trace, rank, stop_leaf, tracer_class_pair
 from .typing import ArgNums, P, T
 
 Pullback = Callable[[Any], tuple[Any, ...]]
@@ -163,13 +163,11 @@ class ReverseTrace(Trace):
                     vals = [vals[0] if keep[0] else g, vals[1] if keep[1] else g]
                 else:
                     vals = _kept_args(plan, vals, prim.name)
-            if plan.out:
-                node = Node(prim.vjp, vals, params, out, parents, None, plan.zeros)
-            elif prim.multiple_results:
+            if prim.multiple_results and not plan.out:
                 dropped = tuple(Dropped(o, prim.name, f"its output {k}")
                                 for k, o in enumerate(out))
                 node = Node(prim.vjp, vals, params, dropped, parents, dropped, plan.zeros)
-            elif type(out) is _ndarray:
+            elif type(out) is _ndarray and not plan.out:
                 # The output's shape and dtype go in the node itself (no object to make:
                 # W1's per-operation overhead); its rules see a stand-in without either.
                 # (Node(...) written out: no __init__ frame on every operation.)
@@ -184,13 +182,7 @@ class ReverseTrace(Trace):
                 node.shape = out.shape
                 node.dtype = out.dtype
             else:
-                node = Node(prim.vjp, vals, params, plan.gone_out, parents, None, plan.zeros)
-                try:
-                    node.shape = out.shape
-                    node.dtype = out.dtype
-                    node.meta = None
-                except AttributeError:          # a Python scalar
-                    node.meta = Dropped(out, prim.name, "its output")
+                node = _node_of(prim, plan, vals, params, out, parents)
             self.tape.append(node)
         if prim.multiple_results:
             return tuple(ReverseTracer(o, self, node, k) for k, o in enumerate(out))
@@ -202,6 +194,64 @@ class ReverseTrace(Trace):
             t._pos = None
             return t
         return ReverseTracer(out, self, node)
+
+    def process_one(self, prim, args, k):
+        """:meth:`process` of ``np.sin(x)`` and ``x * 1.5``: one or two arguments, the
+        ``k``-th traced here and the other a plain number or array, no parameters."""
+        x = args[k]
+        node_x = x._node
+        plan = prim.plan
+        if node_x is None or plan is None or not self.bottom or prim.multiple_results \
+                or prim.nondiff:
+            return self.process(prim, args, NO_PARAMS)
+        n = len(args)
+        one = plan.one[n - 1 + k]
+        if not one:
+            if one is None:
+                one = plan.one_traced(prim, n, k)
+            if one is False:       # the tape keeps a dropped argument's shape
+                return self.process(prim, args, NO_PARAMS)
+        plan, keep0, keep1 = one
+        v = x._val
+        if n == 1:
+            out = prim.impl(v)
+            vals = [v] if keep0 else plan.gone[1]
+        else:
+            g = plan.gone[1][0]
+            if k == 0:
+                c = args[1]
+                out = prim.impl(v, c)
+                vals = [v if keep0 else g, c if keep1 else g]
+            else:
+                c = args[0]
+                out = prim.impl(c, v)
+                vals = [c if keep0 else g, v if keep1 else g]
+        parents = [(k, node_x, x._pos)]
+        if type(out) is not _ndarray:
+            node = _node_of(prim, plan, vals, NO_PARAMS, out, parents)
+            self.tape.append(node)
+            return ReverseTracer(out, self, node)
+        node = _new(Node)           # as in process
+        node.vjp = prim.vjp
+        node.args = vals
+        node.params = NO_PARAMS
+        if plan.out:
+            node.out = out
+            node.meta = out
+        else:
+            node.out = plan.gone_out
+            node.meta = None
+            node.shape = out.shape
+            node.dtype = out.dtype
+        node.parents = parents
+        node.zeros = plan.zeros
+        self.tape.append(node)
+        t = _new(_ReverseArrayTracer if out.ndim else ReverseTracer)
+        t._val = out
+        t._trace = self
+        t._node = node
+        t._pos = None
+        return t
 
     def process_call(self, call, args):
         """A call-like construct (see :mod:`rune.calls`): one tape node for the whole
@@ -226,6 +276,21 @@ class ReverseTrace(Trace):
         for j, k in enumerate(diff_pos):
             outs[k] = ReverseTracer(outs[k], self, node, j)
         return tuple(outs)
+
+
+def _node_of(prim, plan, vals, params, out, parents):
+    """The node of one output ``out`` (kept when the plan says so; otherwise its shape and
+    dtype, or for a Python scalar a stand-in that says it was dropped)."""
+    if plan.out:
+        return Node(prim.vjp, vals, params, out, parents, None, plan.zeros)
+    node = Node(prim.vjp, vals, params, plan.gone_out, parents, None, plan.zeros)
+    try:
+        node.shape = out.shape
+        node.dtype = out.dtype
+        node.meta = None
+    except AttributeError:          # a Python scalar
+        node.meta = Dropped(out, prim.name, "its output")
+    return node
 
 
 # --------------------------------------------------------------------------
