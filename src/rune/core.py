@@ -190,10 +190,10 @@ class Trace:
         """Wrap ``x`` as a constant of this trace (no derivative, not batched)."""
         raise NotImplementedError
 
-    def process_one(self, prim, args, k):
-        """``process(prim, args, {})`` when ``args[k]`` is traced here and every other
-        argument is a plain number or array (``np.sin(x)``, ``x * 1.5``): a trace may
-        take this common case by a shorter path."""
+    def process_one(self, prim, args, j):
+        """``process(prim, args, {})`` when one argument is traced here and the other, if
+        any, is a plain number or array: ``np.sin(x)`` (``j`` 0), ``x * 1.5`` (``j`` 1),
+        ``1.5 * x`` (``j`` 2).  A trace may take this common case by a shorter path."""
         return self.process(prim, args, NO_PARAMS)
 
 

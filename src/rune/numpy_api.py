@@ -68,7 +68,7 @@ def array_ufunc(self, ufunc, method, *inputs, **kwargs):
                         a, b = inputs
                         t = type(b if a is self else a)
                         if t is _ndarray or t is float or t is int:
-                            return trace.process_one(handler, inputs, 0 if a is self else 1)
+                            return trace.process_one(handler, inputs, 1 if a is self else 2)
             for x in inputs:
                 if type(x) in (list, tuple):
                     inputs = [_as_operand(x) for x in inputs]
@@ -236,13 +236,21 @@ def _operator(prim, reflected):
         if t is float or t is _ndarray or t is int:
             trace = self._trace
             if trace.active:
-                if reflected:
-                    return trace.process_one(prim, (other, self), 1)
-                return trace.process_one(prim, (self, other), 0)
+                return trace.process_one(prim, (self, other), 1)
         elif t in (list, tuple):
             other = _np_asarray_traced(other)
-        return bind(prim, other, self) if reflected else bind(prim, self, other)
-    return op
+        return bind(prim, self, other)
+
+    def rop(self, other):
+        t = type(other)
+        if t is float or t is _ndarray or t is int:
+            trace = self._trace
+            if trace.active:
+                return trace.process_one(prim, (other, self), 2)
+        elif t in (list, tuple):
+            other = _np_asarray_traced(other)
+        return bind(prim, other, self)
+    return rop if reflected else op
 
 
 def _binary(prim, ufunc=None):

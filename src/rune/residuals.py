@@ -137,20 +137,23 @@ class _Plan:
     def parts(self):
         return self.args, self.shapes, self.out
 
-    def one_traced(self, prim, n, k):
-        """``(plan, keep first, keep second)`` when of ``n`` (1 or 2) arguments only the
-        ``k``-th has a derivative and the others are plain: the plan for that case and
-        whether each argument is kept whole (the others dropped without their shapes);
-        False when the tape must keep a dropped argument's shape (the general path)."""
+    def one_traced(self, prim, j):
+        """``(plan, keep first, keep second, k)`` for rune.reverse's fast path ``j``: of
+        one argument (``j`` 0) or two (``j`` 1, 2), only the ``k``-th has a derivative and
+        the others are plain; the plan for that case and whether each argument is kept
+        whole (the others dropped without their shapes).  False when the general path
+        must take it (the tape keeps a dropped argument's shape; no derivative at all;
+        several results)."""
+        n, k = (1, 0) if j == 0 else (2, j - 1)
         plan = self.for_parents(prim, ((k, None, None),)) if self.per is not None else self
-        if plan.shapes:
+        if plan.shapes or prim.nondiff or prim.multiple_results:
             one = False
         elif plan.args is True:
-            one = (plan, True, True)
+            one = (plan, True, True, k)
         else:
             mask = _keep_mask(plan, n) + (False,)
-            one = (plan, mask[0], mask[1])
-        self.one[n - 1 + k] = one
+            one = (plan, mask[0], mask[1], k)
+        self.one[j] = one
         return one
 
     def for_parents(self, prim, parents):

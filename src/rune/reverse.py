@@ -195,30 +195,29 @@ class ReverseTrace(Trace):
             return t
         return ReverseTracer(out, self, node)
 
-    def process_one(self, prim, args, k):
-        """:meth:`process` of ``np.sin(x)`` and ``x * 1.5``: one or two arguments, the
-        ``k``-th traced here and the other a plain number or array, no parameters."""
-        x = args[k]
+    def process_one(self, prim, args, j):
+        """:meth:`process` of ``np.sin(x)`` (``j`` 0: ``args`` is ``(x,)``), ``x * 1.5``
+        (``j`` 1: ``(x, c)``) and ``1.5 * x`` (``j`` 2: ``(c, x)``): ``x`` traced here,
+        ``c`` a plain number or array, no parameters."""
+        x = args[0] if j < 2 else args[1]
         node_x = x._node
         plan = prim.plan
-        if node_x is None or plan is None or not self.bottom or prim.multiple_results \
-                or prim.nondiff:
+        if node_x is None or plan is None or not self.bottom:
             return self.process(prim, args, NO_PARAMS)
-        n = len(args)
-        one = plan.one[n - 1 + k]
+        one = plan.one[j]
         if not one:
             if one is None:
-                one = plan.one_traced(prim, n, k)
-            if one is False:       # the tape keeps a dropped argument's shape
+                one = plan.one_traced(prim, j)
+            if one is False:       # e.g. the tape keeps a dropped argument's shape
                 return self.process(prim, args, NO_PARAMS)
-        plan, keep0, keep1 = one
+        plan, keep0, keep1, k = one
         v = x._val
-        if n == 1:
+        if j == 0:
             out = prim.impl(v)
             vals = [v] if keep0 else plan.gone[1]
         else:
             g = plan.gone[1][0]
-            if k == 0:
+            if j == 1:
                 c = args[1]
                 out = prim.impl(v, c)
                 vals = [v if keep0 else g, c if keep1 else g]
