@@ -42,7 +42,8 @@ def test_public_functions_have_docstrings_with_examples():
 def test_core_stays_small():
     """The level stack, bind, the traced-value base and trees should read in an hour
     (STYLE.md 10): a line budget that a change to the core must argue with."""
-    budget = {"core.py": 450, "tree.py": 465}   # tree.py: + JAX's tree utilities, types, cycles
+    budget = {"core.py": 450, "tree.py": 475}   # tree.py: + JAX's tree utilities, types,
+    #                                             cycles, the boundary's two fast paths
     src = ROOT / "src" / "rune"
     for name, limit in budget.items():
         n = len((src / name).read_text().splitlines())

@@ -295,3 +295,31 @@ def test_stop_gradient_array_and_tree():
     # under vmap: zero derivative through it, values right
     gs = rune.vmap(rune.grad(lambda x: x * rune.stop_gradient(x) ** 2))(x)
     np.testing.assert_allclose(gs, x ** 2)
+
+
+@pytest.mark.parametrize("x", [np.linspace(0.1, 1.0, 4), np.linspace(0.1, 1.0, 4) + 0.5j,
+                               np.float32([0.5, 2.0])])
+def test_grad_of_one_array_takes_the_short_way_to_the_same_result(x):
+    """``grad(f)(x)`` of one float array skips argnums and tree bookkeeping; the result
+    is the general path's (``argnums=(0,)``) bit for bit, dtype included."""
+    def f(x):
+        return np.sum(np.real(np.sin(x) * x))
+    g = rune.grad(f)(x)
+    (g_general,) = rune.grad(f, argnums=(0,))(x)
+    assert g.dtype == x.dtype
+    np.testing.assert_array_equal(g, g_general)
+    v, g2 = rune.value_and_grad(f)(x)
+    np.testing.assert_array_equal(g2, g)
+    assert v == f(x)
+
+
+def test_grad_of_one_array_still_checks_what_the_general_path_checks():
+    with pytest.raises(TypeError, match="floating"):
+        rune.grad(lambda x: np.sum(x * 1.0))(np.arange(3))
+    with pytest.raises(TypeError):
+        rune.grad(lambda x: np.sum(x))(np.ma.masked_array([1.0, 2.0]))
+    with pytest.raises(ValueError, match="scalar"):
+        rune.grad(lambda x: x * 2.0)(np.ones(3))
+    g, aux = rune.grad(lambda x: (np.sum(x ** 2), "aux"), has_aux=True)(np.ones(2))
+    assert aux == "aux"
+    np.testing.assert_array_equal(g, [2.0, 2.0])

@@ -121,3 +121,36 @@ def test_grad_of_record_keeps_type_and_dtypes():
     assert isinstance(g, Model) and isinstance(g.layers[0], Layer)
     assert g.layers[0].w.dtype == np.float32 and g.layers[0].b.dtype == np.float64
     np.testing.assert_array_equal(g.layers[0].b, 2 * np.ones(2))
+
+
+@pytest.mark.parametrize("value", [
+    np.ones(3), 1.5, (np.ones(2), 2.0), (), (np.ones(1),) * 7, (np.ones(1),) * 8,
+    (np.ones(1), None), (np.ones(1), (2.0,)), (Point(1.0, 2.0),), np.float32(1.0),
+])
+def test_boundary_fast_paths_agree_with_the_general_walk(value):
+    """An array and a tuple of leaves are flattened and rebuilt by a shortcut; it gives
+    the general walk's leaves and structure, and rebuilds the same tree."""
+    leaves, td = tree.flatten(value)
+    slow_leaves = []
+    slow_td = tree._flatten(value, slow_leaves)
+    assert td == slow_td and len(leaves) == len(slow_leaves)
+    assert all(a is b for a, b in zip(leaves, slow_leaves))
+    back = tree.unflatten(td, list(leaves))
+    assert type(back) is type(value) and tree.structure(back) == td
+    assert all(a is b for a, b in zip(tree.leaves(back), leaves))
+    with pytest.raises(ValueError):
+        tree.unflatten(td, list(leaves) + [1.0])
+
+
+def test_boundary_fast_paths_follow_a_registered_tuple(monkeypatch):
+    """Re-registering ``tuple`` (its own flatten and unflatten) turns the shortcut off."""
+    rebuilt = []
+
+    def unflatten(aux, children):
+        rebuilt.append(children)
+        return tuple(children)
+    monkeypatch.setitem(tree._registry, tuple, tree._NodeType(
+        lambda t: (t, "mine"), unflatten, tree._index_keys))
+    leaves, td = tree.flatten((np.ones(2), 3.0))
+    assert td.aux == "mine"
+    assert tree.unflatten(td, leaves)[1] == 3.0 and rebuilt

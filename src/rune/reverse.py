@@ -702,8 +702,8 @@ def vjp(f: Callable[..., Any], *primals: Any,
         paths = None
         seeds = {}
         for k, (c, o, (node, pos)) in enumerate(zip(ct_leaves, out_vals, out_nodes)):
-            oshape = np.shape(o) if not isinstance(o, Tracer) else o.shape
-            cshape = np.shape(c) if not isinstance(c, Tracer) else c.shape
+            oshape = o.shape if type(o) is _ndarray or isinstance(o, Tracer) else np.shape(o)
+            cshape = c.shape if type(c) is _ndarray or isinstance(c, Tracer) else np.shape(c)
             if cshape != oshape:
                 paths = paths or tree_util.leaf_paths(out_tree, "out")
                 raise ValueError(f"the cotangent for {paths[k]} has shape {cshape} but the "
@@ -740,19 +740,27 @@ def value_and_grad(f: Callable[P, Any], argnums: ArgNums = 0, has_aux: bool = Fa
     (np.float64(5.0), array([2., 4.]))
     """
     def value_and_grad_f(*args, **kwargs):
-        single, nums = argnums_tuple(argnums, len(args))
-        check_diff_args(args, nums, allow_int, "grad", f)
-        g, diff_args, pick = diff_fn(f, args, nums, kwargs)
-        res = vjp(g, *diff_args, has_aux=has_aux)
+        if first_only and len(args) == 1 and not kwargs and type(args[0]) is _ndarray \
+                and args[0].dtype.kind in "fc":       # grad(f)(x) of one float array
+            res = vjp(f, args[0], has_aux=has_aux)
+            single, pick = True, None
+        else:
+            single, nums = argnums_tuple(argnums, len(args))
+            check_diff_args(args, nums, allow_int, "grad", f)
+            g, diff_args, pick = diff_fn(f, args, nums, kwargs)
+            res = vjp(g, *diff_args, has_aux=has_aux)
         out, pullback = res[0], res[1]
         check_scalar_output(out)
         seed = np.ones((), out.dtype) if hasattr(out, "dtype") else np.ones((), type(out))
-        grads = pick(pullback(seed))
+        grads = pullback(seed)
+        if pick is not None:
+            grads = pick(grads)
         g_out = grads[0] if single else grads
         if has_aux:
             return (out, res[2]), g_out
         return out, g_out
 
+    first_only = type(argnums) is int and argnums == 0
     wrap_name(value_and_grad_f, f, "value_and_grad")
     return value_and_grad_f
 

@@ -193,6 +193,8 @@ def _hashable(aux):
 
 
 _LEAF_DEF = TreeDef(None, None, ())
+_TUPLE = _registry[tuple]
+_LEAF_TUPLES = [TreeDef(tuple, None, (_LEAF_DEF,) * n) for n in range(8)]   # (x, y, ...)
 
 
 def flatten(tree: PyTree, is_leaf: IsLeaf = None) -> tuple[list[Any], TreeDef]:
@@ -202,6 +204,11 @@ def flatten(tree: PyTree, is_leaf: IsLeaf = None) -> tuple[list[Any], TreeDef]:
     JAX's ``is_leaf``): ``flatten(((1, 2), 3), is_leaf=lambda t: type(t) is tuple and
     len(t) == 2 and t[1] == 2)`` has the leaves ``[(1, 2), 3]``.
     """
+    if is_leaf is None:     # at every transformation's boundary: an array, a tuple of them
+        node, get = _registry.get(type(tree), 0), _registry.get
+        if node is _LEAF or node is _TUPLE and len(tree) < 8 and all(
+                get(type(c), 0) is _LEAF for c in tree):
+            return ([tree], _LEAF_DEF) if node is _LEAF else (list(tree), _LEAF_TUPLES[len(tree)])
     leaves: list[Any] = []
     try:
         return leaves, _flatten(tree, leaves, is_leaf)
@@ -245,6 +252,10 @@ def unflatten(treedef: TreeDef, leaves: Iterable[Any]) -> PyTree:
         raise TypeError(f"unflatten takes a TreeDef (from rune.tree.flatten or "
                         f"rune.tree.structure) as its first argument, got a "
                         f"{type(treedef).__name__}")
+    n = treedef.num_leaves      # (the common cases first, as in flatten)
+    if type(leaves) is list and n == len(leaves) and n < 8:
+        if treedef is _LEAF_DEF or treedef is _LEAF_TUPLES[n] and _registry[tuple] is _TUPLE:
+            return leaves[0] if treedef is _LEAF_DEF else tuple(leaves)
     it = iter(leaves)
     out = _unflatten(treedef, it)
     rest = sum(1 for _ in it)
