@@ -210,22 +210,24 @@ class ReverseTrace(Trace):
                 one = plan.one_traced(prim, j)
             if one is False:       # e.g. the tape keeps a dropped argument's shape
                 return self.process(prim, args, NO_PARAMS)
-        plan, keep0, keep1, k = one
+        plan, keep0, keep1, k, same = one
         v = x._val
+        pos = x._pos
         if j == 0:
             out = prim.impl(v)
             vals = [v] if keep0 else plan.gone[1]
         else:
             g = plan.gone[1][0]
+            c = args[1] if j == 1 else args[0]
+            out = prim.impl(v, c) if j == 1 else prim.impl(c, v)
             if j == 1:
-                c = args[1]
-                out = prim.impl(v, c)
                 vals = [v if keep0 else g, c if keep1 else g]
             else:
-                c = args[0]
-                out = prim.impl(c, v)
                 vals = [c if keep0 else g, v if keep1 else g]
-        parents = [(k, node_x, x._pos)]
+            same = same and (type(c) is float or type(c) is int)
+        if same and pos is None:    # an elementwise primitive of x alone (and a number):
+            pos = SAME_SHAPE        # the output has x's shape, and so has x's cotangent
+        parents = [(k, node_x, pos)]
         if type(out) is not _ndarray:
             node = _node_of(prim, plan, vals, NO_PARAMS, out, parents)
             self.tape.append(node)
@@ -275,6 +277,14 @@ class ReverseTrace(Trace):
         for j, k in enumerate(diff_pos):
             outs[k] = ReverseTracer(outs[k], self, node, j)
         return tuple(outs)
+
+
+# A parent's position (``Node.parents``) that says more than None: the parent has one
+# output, of the node's output shape, and the node is elementwise in it alone (np.sin(x),
+# x * 1.5; set by ReverseTrace.process_one), so the cotangent its rule gives has that
+# shape too (the rule's result is broadcast from the node's cotangent and the arguments)
+# and the backward pass checks only its dtype.
+SAME_SHAPE = False
 
 
 def _node_of(prim, plan, vals, params, out, parents):
@@ -387,7 +397,7 @@ def backward(tape, seeds):
                     c = rule(ct, out, *args)
             if c is None:
                 continue
-            if pos is not None:
+            if pos is not None and pos is not SAME_SHAPE:
                 accumulate(cts, pnode, pos, _fit(c, pnode.out[pos]))
                 continue
             meta = pnode.meta
@@ -396,7 +406,8 @@ def backward(tape, seeds):
             if m is not None:
                 m = _fit_mask(m, c, meta.shape)
             d = c.dtype
-            if c.shape != meta.shape or (d is not meta.dtype and d != meta.dtype):
+            if (pos is None and c.shape != meta.shape) or (d is not meta.dtype
+                                                           and d != meta.dtype):
                 c = _fit(c, meta)
             prev = cts.get(pnode)
             if prev is None:
