@@ -242,12 +242,16 @@ class ReverseTrace(Trace):
         else:
             node.out = plan.gone_out
             node.meta = None
-            node.shape = out.shape
+            # (x's shape, when it is the output's and x's node holds it: ndarray.shape
+            # builds a tuple every time)
+            node.shape = node_x.shape if pos is SAME_SHAPE and node_x.meta is None \
+                else out.shape
             node.dtype = out.dtype
         node.parents = parents
         node.zeros = plan.zeros
         self.tape.append(node)
-        t = _new(_ReverseArrayTracer if out.ndim else ReverseTracer)
+        t = _new(type(x) if pos is SAME_SHAPE else _ReverseArrayTracer if out.ndim
+                 else ReverseTracer)
         t._val = out
         t._trace = self
         t._node = node
