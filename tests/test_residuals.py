@@ -112,35 +112,34 @@ def test_the_tape_frees_what_the_vjp_does_not_read():
     rune.check_grads(f, W, x, order=1)
 
 
-def _spy_on_tape(monkeypatch):
-    """``{primitive name: its last node}`` as the reverse trace records them, by both of
-    its paths (``process``, and ``process_one`` for ``np.tanh(x)`` and ``x * 1.5``)."""
-    seen = {}
+def _spy_on_tape(monkeypatch, note):
+    """Call ``note(trace, prim)`` after each operation the reverse trace records, by
+    either of its paths (``process``, and ``process_one`` for ``np.tanh(x)``, ``x * 1.5``)."""
     general, one = ReverseTrace.process, ReverseTrace.process_one
-
-    def note(self, prim):
-        if self.tape and self.tape[-1].vjp is prim.vjp:
-            seen[prim.name] = self.tape[-1]
 
     def spy(self, prim, args, params):
         out = general(self, prim, args, params)
         note(self, prim)
         return out
 
-    def spy_one(self, prim, args, k):
-        out = one(self, prim, args, k)
+    def spy_one(self, prim, args, j):
+        out = one(self, prim, args, j)
         note(self, prim)
         return out
 
     monkeypatch.setattr(ReverseTrace, "process", spy)
     monkeypatch.setattr(ReverseTrace, "process_one", spy_one)
-    return seen
 
 
 def test_tape_nodes_hold_only_declared_values(monkeypatch):
     """Each node's arguments and output are kept whole exactly where declared."""
     x = np.linspace(0.1, 0.9, 6).reshape(2, 3)
-    seen = _spy_on_tape(monkeypatch)
+    seen = {}           # primitive name -> its last node
+
+    def note(trace, prim):
+        if trace.tape and trace.tape[-1].vjp is prim.vjp:
+            seen[prim.name] = trace.tape[-1]
+    _spy_on_tape(monkeypatch, note)
     rune.grad(lambda x: np.sum(np.tanh(x @ x.T) + np.exp(x).sum(axis=1)))(x)
     assert isinstance(seen["tanh"].args[0], Dropped) and not isinstance(seen["tanh"].out,
                                                                         Dropped)
@@ -253,7 +252,6 @@ def test_fast_path_records_what_the_general_path_records(f, monkeypatch):
     def record():
         """The gradient, and what each node keeps, seen from both recording paths."""
         seen, nodes = [], []
-        general, one = ReverseTrace.process, ReverseTrace.process_one
 
         def note(self, prim):
             node = self.tape[-1] if self.tape else None
@@ -262,19 +260,8 @@ def test_fast_path_records_what_the_general_path_records(f, monkeypatch):
                 nodes.append(node)
                 seen.append((prim.name, [type(a) is Dropped for a in node.args],
                              type(node.out) is Dropped))
-
-        def spy(self, prim, args, params):
-            out = general(self, prim, args, params)
-            note(self, prim)
-            return out
-
-        def spy_one(self, prim, args, k):
-            out = one(self, prim, args, k)
-            note(self, prim)
-            return out
         with monkeypatch.context() as m:
-            m.setattr(ReverseTrace, "process", spy)
-            m.setattr(ReverseTrace, "process_one", spy_one)
+            _spy_on_tape(m, note)
             g = rune.grad(loss)(x)
         return seen, g
 

@@ -231,26 +231,18 @@ def _operator(prim, reflected):
     """``x op y`` (``y op x`` when ``reflected``) for the traced value ``x``.  With ``y`` a
     Python number or a NumPy array, ``x``'s trace is the only one, so it takes the
     operation directly (bind's search for the top trace is one frame more per operation)."""
+    j = 2 if reflected else 1       # (the case of ReverseTrace.process_one)
+
     def op(self, other):
         t = type(other)
         if t is float or t is _ndarray or t is int:
             trace = self._trace
             if trace.active:
-                return trace.process_one(prim, (self, other), 1)
+                return trace.process_one(prim, (other, self) if reflected else (self, other), j)
         elif t in (list, tuple):
             other = _np_asarray_traced(other)
-        return bind(prim, self, other)
-
-    def rop(self, other):
-        t = type(other)
-        if t is float or t is _ndarray or t is int:
-            trace = self._trace
-            if trace.active:
-                return trace.process_one(prim, (other, self), 2)
-        elif t in (list, tuple):
-            other = _np_asarray_traced(other)
-        return bind(prim, other, self)
-    return rop if reflected else op
+        return bind(prim, other, self) if reflected else bind(prim, self, other)
+    return op
 
 
 def _binary(prim, ufunc=None):
