@@ -129,7 +129,7 @@ class _Plan:
         self.pair = None
         if not self.shapes and self.args not in (True, False):
             self.pair = _keep_mask(self, 2)
-        self.one = [None, None, None]   # rune.reverse's fast path: see one()
+        self.one = [None, None, None]   # rune.reverse's fast path: see one_traced
         # how structural zeros cross the node (Node.zeros)
         self.zeros = MASKS if prim.masks else ELEMENTWISE if prim.elementwise else \
             LAYOUT if prim.layout else 0
