@@ -5,7 +5,8 @@ the next (other tenants share the cores, their caches and the memory bandwidth);
 number of instructions a call executes does not.  This counts them for rune's hot paths,
 so that a change to the core can be judged before and after in one run each:
 
-    python benchmarks/icount.py                 # W1, W3, the heat stencil
+    python benchmarks/icount.py                 # every case
+    python benchmarks/icount.py tiny chain mlp8 --autograd   # the same calls in autograd
     python benchmarks/icount.py W1 --src /tmp/old/src    # another revision's src/
 
 Each case runs twice under callgrind, with few and with more calls, and reports the
@@ -39,11 +40,50 @@ CASES = {
            "import workloads as w\nD = w.data()['W3']\np, x, y = D['p'], D['x'], D['y']\n"
            "pe = rune.vmap(rune.grad(w.example_loss), in_axes=(None, 0, 0))\n",
            (5, 25), 1),
+    "tiny": ("instructions per call of grad(lambda x: np.sum(np.sin(x))) on 3 elements",
+             "g(x)",
+             "import numpy as np\nx = np.ones(3)\ng = rune.grad(lambda x: np.sum(np.sin(x)))\n",
+             (200, 1200), 1),
+    "chain": ("instructions per operation of grad of issue 27's 200-op chain (16 elements)",
+              "g(x)",
+              "import numpy as np\nimport workloads as w\nx = np.linspace(0.1, 0.9, 16)\n"
+              "g = rune.grad(w.chain27)\n",
+              (10, 60), 200),
+    "mlp8": ("instructions per call of value_and_grad of a 64-32-10 MLP on a batch of 8",
+             "g(P)",
+             "import workloads as w\nP = w.mlp8_params()\ng = rune.value_and_grad(w.mlp8_loss)\n",
+             (20, 120), 1),
+    "outside": ("instructions of plain NumPy/SciPy calls (asarray, sum, mean of a list, "
+                "logsumexp, norm.logpdf) outside transformations, before any transformation ran",
+                "np.asarray(a); np.sum(a); np.mean([1.0, 2.0]); lse(a); st.norm.logpdf(a, 0.1, 2.0)",
+                "import numpy as np\nfrom scipy.special import logsumexp as lse\n"
+                "import scipy.stats as st\na = np.linspace(-1, 1, 16)\n",
+                (50, 250), 1),
+    "outside-installed": ("the same calls once a transformation has run (its replacements "
+                          "installed)",
+                          "np.asarray(a); np.sum(a); np.mean([1.0, 2.0]); lse(a); "
+                          "st.norm.logpdf(a, 0.1, 2.0)",
+                          "import numpy as np\nfrom scipy.special import logsumexp as lse\n"
+                          "import scipy.stats as st\na = np.linspace(-1, 1, 16)\n"
+                          "rune.grad(lambda v: v * 2)(1.0)\n",
+                          (50, 250), 1),
     "heat": ("instructions per call of the in-place heat stencil's grad",
              "g(u0)",
              "import numpy as np\nfrom programs import heat_inplace\n"
              "u0 = np.sin(np.linspace(0, 3, 4096)) + 0.1\ng = rune.grad(heat_inplace)\n",
              (2, 6), 1),
+}
+
+
+# The same calls written for HIPS autograd (--autograd): rune's figures are judged as ratios
+AUTOGRAD = {
+    "tiny": "import autograd.numpy as np\nfrom autograd import grad\nx = np.ones(3)\n"
+            "g = grad(lambda x: np.sum(np.sin(x)))\n",
+    "chain": "import autograd.numpy as anp\nfrom autograd import grad\nimport workloads as w\n"
+             "x = anp.linspace(0.1, 0.9, 16)\ng = grad(w.with_numpy(w.chain27, anp))\n",
+    "mlp8": "import autograd.numpy as anp\nfrom autograd import value_and_grad\n"
+            "import workloads as w\nP = w.mlp8_params()\n"
+            "g = value_and_grad(w.with_numpy(w.mlp8_loss, anp))\n",
 }
 
 
@@ -77,6 +117,10 @@ def main(argv=None):
                     help=f"what to count, of {', '.join(CASES)} (default: all)")
     ap.add_argument("--src", default=os.path.join(os.path.dirname(HERE), "src"),
                     help="the src/ directory whose rune is counted (default: this tree's)")
+    ap.add_argument("--autograd", action="store_true",
+                    help="count the same calls written for HIPS autograd (tiny, chain, mlp8)")
+    ap.add_argument("--numpy", action="store_true",
+                    help="count the chain's plain NumPy forward (per operation)")
     args = ap.parse_args(argv)
     unknown = [c for c in args.cases if c not in CASES]
     if unknown:
@@ -87,6 +131,15 @@ def main(argv=None):
     print(f"rune from {args.src}")
     for name in args.cases or list(CASES):
         what, body, setup, (few, more), per = CASES[name]
+        if args.autograd:
+            if name not in AUTOGRAD:
+                continue
+            setup, what = AUTOGRAD[name], "(autograd) " + what
+        elif args.numpy:
+            if name != "chain":
+                continue
+            setup = "import numpy as np\nimport workloads as w\nx = np.linspace(0.1, 0.9, 16)\n"
+            body, what = "w.chain27(x)", "(NumPy forward) " + what
         a = _count(args.src, setup, body, few)
         b = _count(args.src, setup, body, more)
         print(f"{name}: {(b - a) / (more - few) / per:,.0f} {what}")

@@ -294,3 +294,40 @@ def fft_convolution_loss(x, h, xp=np):
     n = x.shape[0] + h.shape[0] - 1
     y = xp.fft.irfft(xp.fft.rfft(x, FFT_PAD) * xp.fft.rfft(h, FFT_PAD), FFT_PAD)[:n]
     return xp.sum(y * y)
+
+
+# --------------------------------------------------------------------------
+# Issue 27's counted calls (benchmarks/icount.py: tiny, chain, mlp8), as written there
+# --------------------------------------------------------------------------
+
+def chain27(x, xp=np):
+    """Twenty rounds of ten elementwise operations: 200 operations, then a sum."""
+    for _ in range(20):
+        a = xp.sin(x) * xp.cos(x)
+        b = xp.exp(-a) + xp.tanh(x)
+        x = b * 0.5 + xp.sqrt(xp.abs(a) + 1.0) - x * 0.25
+    return xp.sum(x)
+
+
+def mlp8_params(seed=0):
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal((64, 32)) * .1, np.zeros(32),
+            rng.standard_normal((32, 10)) * .1, np.zeros(10)]
+
+
+_MLP8 = np.random.default_rng(0)
+_MLP8_X = _MLP8.standard_normal((8, 64))
+_MLP8_Y = np.eye(10)[np.arange(8) % 10]
+
+
+def mlp8_loss(P, xp=np):
+    h = xp.tanh(_MLP8_X @ P[0] + P[1])
+    z = h @ P[2] + P[3]
+    z = z - xp.max(z, axis=1, keepdims=True)
+    return -xp.mean(xp.sum(_MLP8_Y * (z - xp.log(xp.sum(xp.exp(z), axis=1, keepdims=True))),
+                           axis=1))
+
+
+def with_numpy(f, xp):
+    """``f`` computing with the module ``xp`` (autograd.numpy) instead of NumPy."""
+    return lambda *args: f(*args, xp=xp)

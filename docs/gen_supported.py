@@ -94,6 +94,8 @@ def public_api():
     for mod, prefix in ((np, "np."), (np.linalg, "np.linalg."), (np.fft, "np.fft.")):
         for n in sorted(dir(mod)):
             f = getattr(mod, n)
+            if hasattr(f, "_rune_impl"):    # rune's pass-through (rune.intercept): NumPy's own
+                f = f.__wrapped__
             if n.startswith("_") or isinstance(f, (type, types.ModuleType)):
                 continue
             if isinstance(f, np.ufunc) or callable(f):

@@ -61,6 +61,21 @@ def fd_grad(f, x, eps=1e-6):
     return g
 
 
+def assert_numpy_as_without_rune():
+    """Outside transformations NumPy behaves as without rune: its coercion functions are
+    NumPy's own or rune's exact pass-throughs to them (``__wrapped__``), no transformation
+    is active in this context, and NumPy's scalar types are NumPy's classes."""
+    import rune
+    from numpy._core import _multiarray_umath as mu
+    assert rune.core.active_traces() == ()
+    for name, orig in zip(("asarray", "array", "asanyarray"), pristine_asarray()):
+        f = getattr(np, name)
+        assert f is orig or getattr(f, "__wrapped__", None) is orig, name
+    a = np.ones(3)
+    assert np.asarray(a) is a and np.asanyarray(a) is a and np.array(a) is not a
+    assert type(np.float64(1.0)) is mu.dtype(np.float64).type is np.float64
+
+
 def pristine_asarray():
     """NumPy's own C coercion functions (``numpy._core._multiarray_umath``), to check that
     the names in ``numpy`` are these outside transformations."""

@@ -6,7 +6,8 @@ dependency).  Then:
 
 * the layer rule: ``rune.primitives`` imports only the core, the dispatch tables and
   itself; ``rune.numpy`` adds the primitives; ``rune.scipy`` adds ``rune.numpy``; the
-  dispatch tables import only the core, and the core nothing of rune;
+  dispatch tables import only the core and the interception layer (which imports only
+  the core), and the core nothing of rune;
 * no cycles between rune modules (a package's ``__init__`` importing its own
   submodules is not a cycle by itself, and is checked like any other edge);
 * the rule and surface modules stay under 600 lines.
@@ -23,7 +24,8 @@ PKG = SRC / "rune"
 # package prefix -> the rune modules (prefixes) it may import
 LAYERS = {
     "rune.core": (),
-    "rune.dispatch": ("rune.core",),
+    "rune.intercept": ("rune.core",),
+    "rune.dispatch": ("rune.core", "rune.intercept"),
     "rune.primitives": ("rune.core", "rune.dispatch", "rune.primitives"),
     "rune.layouts": ("rune.core",),
     "rune.views": ("rune.core", "rune.dispatch", "rune.layouts"),

@@ -19,6 +19,7 @@ from .checkpoint import checkpoint, remat
 from .custom import custom_vjp, custom_jvp
 
 _numpy_api.install()
+_numpy.scalars.enable_scalar_indexing()    # x[()] on 0-d traced values (every class exists now)
 
 __version__ = "0.1.0"
 

@@ -164,14 +164,14 @@ def checkpoint(fun: Callable[P, R], *, static_argnums: int | tuple[int, ...] = (
 
     @functools.wraps(fun)
     def checkpointed(*args, **kwargs):
-        if not core._active_count:          # no transformation anywhere: just call it
+        if not core._stack.get():           # no transformation in this context: just call it
             return fun(*args, **kwargs)
         leaves, in_tree = tree_util.flatten((args, kwargs))
         conv = _closure_inputs(fun)
         if conv is None:
             if not any(isinstance(x, Tracer) for x in leaves):
                 out = fun(*args, **kwargs)
-                if core._active_count and any(isinstance(o, Tracer)
+                if any(isinstance(o, Tracer)
                                               for o in tree_util.leaves(out)):
                     _warn_hidden(name, "transformation")
                 return out

@@ -28,9 +28,7 @@ from __future__ import annotations
 
 import contextvars
 import itertools
-import threading
 import types
-import weakref
 import warnings
 from typing import Any
 
@@ -165,10 +163,14 @@ def _escaped(trace, what):
 _stack: contextvars.ContextVar[tuple[Any, ...]] = contextvars.ContextVar("rune_trace_stack",
                                                                          default=())
 _levels = itertools.count(1)
-_active_count = 0   # all threads: how many transformations are entered right now
-_count_lock = threading.RLock()
-_holders: dict = {}    # every thread's entered transformations: weakref(new_trace) -> Trace
-_installed = [False]   # is the interception (rune.intercept) installed?
+_entry_hook = None      # called as the outermost transformation of a context starts, until it
+#                         unsets itself: rune.intercept.ensure_installed (set_entry_hook)
+
+
+def set_entry_hook(hook):
+    """The one thing the core tells the interception layer: "a transformation starts"."""
+    global _entry_hook
+    _entry_hook = hook
 
 
 class Trace:
@@ -203,23 +205,21 @@ def active_traces():
 
 
 class new_trace:
-    """Context manager: push a new trace of class ``cls`` and pop it on exit.  Its entry in
-    ``_holders`` goes in first and out last: if a KeyboardInterrupt cuts this short, a
-    weak-reference callback (:func:`rune.intercept.lost`) finishes when the object dies."""
+    """Context manager: push a new trace of class ``cls`` on this context's stack and pop
+    it on exit.  The stack is the only state: nothing process-wide changes per call."""
 
-    __slots__ = ("trace", "token", "ref", "__weakref__")
+    __slots__ = ("trace", "token")
 
     def __init__(self, cls, *args):
         self.trace = cls(*args)
 
     def __enter__(self):
+        if _entry_hook is not None:
+            _entry_hook()
         trace = self.trace
-        ref = self.ref = weakref.ref(self, _interception["lost"])
-        _holders[ref] = trace
         stack = _stack.get()
         trace.bottom = not stack
         self.token = _stack.set(stack + (trace,))
-        _interception["sync"]()
         return trace
 
     def __exit__(self, *exc):
@@ -227,16 +227,9 @@ class new_trace:
         trace.active = False
         top = _stack.get()
         _stack.reset(self.token)
-        _interception["sync"](self.ref)     # drops the entry last, under the lock
-        self.ref = None                     # (so that the callback is not called)
         if (not top or top[-1] is not trace) and exc[0] is None:
             raise RuntimeError("rune: transformation levels were popped out of order")
         return False
-
-
-# (install, uninstall) of the interception, and its bookkeeping; set by rune.intercept.
-_coercion_hooks = [lambda: None, lambda: None]
-_interception = {"sync": lambda leaving=None: None, "lost": lambda ref: None}
 
 
 # --------------------------------------------------------------------------
@@ -328,9 +321,10 @@ class Tracer:
             f"a traced array (shape {self.shape}, dtype {self.dtype}) was converted to a "
             f"plain NumPy array, which would silently drop its derivative. This happens "
             f"when a traced value is written into a plain array (a[i] = x), or passed to "
-            f"C code that rune cannot intercept. Build arrays with np.stack/np.concatenate, "
-            f"write into a buffer made from a traced value (np.zeros_like(x), x.copy()), "
-            f"or use rune.stop_gradient(x) if no derivative is wanted.")
+            f"C code that rune cannot intercept, or cast by a NumPy scalar type "
+            f"(np.float64(x)). Build arrays with np.stack/np.concatenate, write into a buffer "
+            f"made from a traced value (np.zeros_like(x), x.copy()), cast with "
+            f"x.astype(np.float32), or use rune.stop_gradient(x) if no derivative is wanted.")
 
     def __hash__(self):
         raise TypeError("unhashable type: a traced array")

@@ -171,7 +171,7 @@ class _CustomFunction(Generic[P, R]):
         if rule is None:
             raise TypeError(f"the {self.kind} function {name} has no rule: call "
                             f"{name}.{how_to_set} first")
-        if not core._active_count:          # no transformation anywhere: just call it
+        if not core._stack.get():           # no transformation in this context: just call it
             return None
         args = _resolve_kwargs(self.fun, args, kwargs, self.kind)
         static, diff, rebuild = _split(args, self.nondiff_argnums, name)

@@ -13,19 +13,15 @@ import sys
 import numpy as np
 
 from .core import Tracer, TracerConversionError, _np_asarray
+from .intercept import register as wrap_while_active
 
 __all__ = ["UFUNCS", "FUNCTIONS", "REDUCE", "ACCUMULATE", "implements", "register_ufunc",
-           "OutRefusedError", "NeedsPerExample", "transformation_name", "WRAPPED",
-           "STAND_INS", "wrap_while_active"]
+           "OutRefusedError", "NeedsPerExample", "transformation_name", "wrap_while_active"]
 
 UFUNCS: dict = {}      # ufunc -> primitive (or handler)
 FUNCTIONS: dict = {}   # NumPy function -> handler
 REDUCE: dict = {}      # ufunc -> handler(x, axis, keepdims) for ufunc.reduce
 ACCUMULATE: dict = {}  # ufunc -> handler(x, axis) for ufunc.accumulate
-WRAPPED: list = []     # (module name, attribute, make_wrapper), see wrap_while_active
-# (namespace dict, [(name, original, stand-in)]): names replaced outright (not by a guarded
-# wrapper) while a transformation is active, by identity like the rest (NumPy's scalar types)
-STAND_INS: list = []
 
 
 def register_ufunc(ufunc, handler):
@@ -40,23 +36,6 @@ def implements(*np_functions):
             FUNCTIONS[f] = fn
         return fn
     return deco
-
-
-ONLY_THERE: set = set()   # (module, attr) replaced in ``module`` alone (see wrap_while_active)
-
-
-def wrap_while_active(module, attr, make_wrapper, *, only_there=False):
-    """While a transformation is active, calls of ``module.attr`` (once ``module`` has been
-    imported by anyone) in a context with a transformation go to ``make_wrapper(original)``:
-    for NumPy's and SciPy's pure-Python functions that need help with traced values.
-    NumPy's objects are replaced wherever NumPy's modules hold them, SciPy's wherever
-    any module does; ``attr`` may be ``"Class.method"`` (replaced on the class).
-    ``only_there=True`` replaces it in ``module`` alone (each place costs time at every
-    transformation's start).  :mod:`rune.intercept` installs and removes the wrappers
-    (``docs/interception.md``)."""
-    if only_there:
-        ONLY_THERE.add((module, attr))
-    WRAPPED.append((module, attr, make_wrapper))
 
 
 class OutRefusedError(NotImplementedError, TracerConversionError):

@@ -1,30 +1,40 @@
-"""Contained interception of foreign functions (NumPy's coercion functions, SciPy's).
+"""Interception of what NumPy's protocols cannot reach: installed once, never removed.
 
-Some functions cannot be reached through NumPy's protocols: ``np.asarray`` and
-``np.array`` (a type cannot intercept them), private NumPy helpers that look inside
-lists, SciPy's Python-level functions and distribution methods.  rune replaces them
-by a *guarded wrapper* wherever a module (or, for methods, the defining class) holds
-them, but only while some thread is inside a transformation, and the wrapper is
-contained:
+Most of NumPy reaches rune through NumPy's own protocols (``__array_ufunc__``,
+``__array_function__``, operators and methods on traced values: nothing is replaced for
+those).  A few functions cannot be reached that way: ``np.asarray`` & co. (no type can
+intercept them), private NumPy helpers that look inside lists, and SciPy's Python
+functions that rune has rules for.  For those, this module is the one owner of every
+replacement and of its state (``docs/interception.md``):
 
-* it consults the current context first (:func:`rune.core.active_traces`, a
-  ``ContextVar``) and, with no transformation active there, calls the original at
-  once: other threads and async tasks see NumPy's own behaviour and speed;
-* it carries the original's ``__module__``/``__qualname__``, so ``pickle.dumps(np.asarray)``
-  works while it is installed;
-* it is installed when the first transformation of the process is entered and
-  removed when the last one exits, *by identity*: a name is restored only where it
-  still holds rune's wrapper, and modules first imported during a transformation
-  (which may have copied the wrapper under any name) are searched for it too;
-* a forked child with no transformation of its own restores the originals at once
-  (``os.register_at_fork``), and the bookkeeping in :class:`rune.core.new_trace`
-  survives an asynchronous ``KeyboardInterrupt``.
+* **Guarded, exact pass-throughs.**  A replacement first reads the current context's
+  stack of transformations (:data:`rune.core._stack`, a ``ContextVar``): empty, it calls
+  the original with the same arguments and returns its result untouched.  Other threads,
+  async tasks and code outside transformations get NumPy's and SciPy's own results and
+  types; they pay one Python call (about 60-90 ns) per replaced call.
+* **Installed once, never flapping.**  Everything registered is installed when the first
+  transformation of the process starts (:func:`ensure_installed`, the core's one entry
+  hook, which then unhooks itself), and what is registered or imported later is installed
+  as it appears.  Nothing is removed, so nothing is ever seen half-removed: a thread, a
+  forked child, a signal handler or an interrupted transformation sees either the state
+  before the first transformation or the installed one, and each step is idempotent and
+  completed by the next step if an asynchronous exception cut it short.  No stand-in
+  classes: ``np.float64`` is NumPy's own class, always.
+* **Python functions keep their identity, signature and source.**  A Python function
+  (SciPy's, and NumPy's private helpers) is replaced in place: its ``__code__`` becomes a
+  forwarding code with the *same* parameters, file name, first line and name (so
+  ``inspect.signature``, ``inspect.getsource``, pickling by name and every reference
+  anyone holds are the function's own), which calls rune's implementation in a context
+  with a transformation and a clone of the original everywhere else.  Only NumPy's C
+  functions (``np.asarray`` & co.) are replaced by a wrapper, in NumPy's own modules.
+* **No scanning that runs code.**  NumPy's objects are replaced in NumPy's own modules
+  (plain ``ModuleType`` objects named ``numpy.*``, read through their ``__dict__``);
+  nothing else is searched.  A registered module that is not imported yet is waited for
+  by a finder on ``sys.meta_path`` that finds nothing itself: it lets the import run and
+  installs right after the module's code has run (then gives the module its own loader
+  back), so SciPy first imported inside a transformed function works on the first call.
 
-Registration: :func:`wrap_while_active` (``module``, ``attr``, ``make_wrapper``);
-``attr`` may name a method, ``"rv_continuous.logpdf"``.  A module that is not
-imported, or lacks the attribute (private helpers move between versions), is
-skipped: the registration is looked up again when a later transformation starts.
-See ``docs/interception.md``.
+Registration: :func:`register` (re-exported as ``rune.dispatch.wrap_while_active``).
 """
 
 from __future__ import annotations
@@ -35,100 +45,181 @@ import threading
 import types
 import warnings
 
-from . import core, dispatch
-from .dispatch import WRAPPED as _ENTRIES, wrap_while_active
+from . import core
 
-__all__ = ["wrap_while_active", "unregister", "installed_sites"]
+__all__ = ["register", "ensure_installed", "installed_sites"]
 
-# _ENTRIES: (module name, attr path, make_wrapper), registered by wrap_while_active
-_by_orig = {}        # id(original) -> (original, wrapper, homes), see _in_scope
-_resolved = set()    # indices into _ENTRIES found so far
-_class_sites = []    # (class, name, original, wrapper)
-_scanned = {}        # module name -> (module, [(key, id(original))])
-_seen = [-1] * 4      # what _refresh saw last (see there)
-_module_sites = []   # (module dict, key, original, wrapper): where to install
-_installed = []      # (class, key, original, wrapper): the methods replaced now
-_is_installed = [False]
-_stand_ins_seen = []  # dispatch.STAND_INS when _module_sites was made
-_modules_at_install = [0]
-_SKIP = ("rune", "numpy._core._multiarray_umath")
-BEFORE_REFRESH = []  # callables run before each refresh (they may register more)
+_stack = core._stack
+_ModuleType = types.ModuleType
+
+_ENTRIES: list = []     # (module name, attr path, make_wrapper, only_there)
+_done: set = set()      # (index into _ENTRIES, id of the module object it was installed for)
+_watched: set = set()   # every registered module name: installed whenever it is (re)imported
+_sites: list = []       # (where, key) of every replacement, for installed_sites()
+_lock = threading.RLock()     # re-entrant: a signal handler's transformation may install
+_started = [False]            # the first transformation has started
+_AFTER_IMPORT: dict = {}      # module name -> callables run once it is imported (rune's
+#                               SciPy surfaces, which register more entries)
 
 
-def _in_package(name, package):
-    return name == package or name.startswith(package + ".")
+def register(module, attr, make_wrapper, *, only_there=False):
+    """In a context with a transformation, calls of ``module.attr`` go to
+    ``make_wrapper(original)``; everywhere else to the original.  For NumPy's and SciPy's
+    pure-Python functions that need help with traced values.  ``attr`` may be
+    ``"Class.method"``.  NumPy's objects are replaced wherever NumPy's own modules hold
+    them (``only_there=True``: in ``module`` alone); a Python function of any other
+    package is replaced in place (its code), which reaches every reference to it.  A
+    module that is not imported, or lacks the attribute (private helpers move between
+    versions), is skipped until it is imported."""
+    with _lock:
+        _ENTRIES.append((module, attr, make_wrapper, only_there))
+        _watched.add(module)
+        if _started[0]:
+            _install_module(module)
 
 
-def _in_scope(name, homes):
-    """Where an object is replaced: NumPy's (``homes`` None) in NumPy's modules; SciPy's
-    (and others') in the modules it was registered for and in every module outside
-    SciPy, so ``from scipy.special import logsumexp`` in the user's module is reached,
-    but not SciPy's internal modules (each place costs time at every start)."""
-    if homes is None:
-        return _in_package(name, "numpy")
-    if type(homes) is tuple:        # ("only", module): registered with only_there
-        return name == homes[1]
-    return name in homes or not _in_package(name, "scipy")
-
-
-def unregister(module, attr):
-    """Forget the registrations of ``module.attr`` (used by tests)."""
-    with core._count_lock:
-        for i in reversed(range(len(_ENTRIES))):
-            m, a = _ENTRIES[i][:2]
-            if m == module and a == attr:
-                del _ENTRIES[i]
-        _forget()
-        _seen[:] = [-1] * 4
-
-
-def _forget():
-    """Drop what was found of the registrations (they changed): found again on next use."""
-    _by_orig.clear()
-    _resolved.clear()
-    _class_sites.clear()
-    _code_sites.clear()
-    _scanned.clear()
+def after_import(module, hook):
+    """Call ``hook()`` once ``module`` is imported and a transformation has started."""
+    with _lock:
+        _AFTER_IMPORT.setdefault(module, []).append(hook)
+        _watched.add(module)
+        if _started[0]:
+            _install_module(module)
 
 
 def installed_sites():
-    """``(where, key)`` of every place holding a wrapper right now (for tests and docs).
+    """``(where, name)`` of every replacement installed so far (for tests and docs).
 
     >>> import numpy as np, rune
     >>> from rune import intercept
-    >>> seen = []
-    >>> def f(x):
-    ...     seen.append(("numpy", "asarray") in intercept.installed_sites())
-    ...     return x * 2
-    >>> rune.grad(f)(1.0), seen, intercept.installed_sites()    # removed on exit
-    (2.0, [True], [])
+    >>> _ = rune.grad(lambda x: x * 2)(1.0)
+    >>> ("numpy", "asarray") in intercept.installed_sites()
+    True
     """
-    if not _is_installed[0]:
-        return []
-    return ([(d.get("__name__"), key) for d, key, _, wrapper in _module_sites
-             if d.get(key) is wrapper]
-            + [(cls.__name__, key) for cls, key, _, _ in _installed]
-            + [(f.__module__, f.__qualname__) for f, _, fwd in _code_sites.values()
-               if f.__code__ is fwd])
+    return list(_sites)
+
+
+# --------------------------------------------------------------------------
+# The first transformation installs; later imports install as they happen
+# --------------------------------------------------------------------------
+
+def ensure_installed():
+    """The core's entry hook: install everything registered whose module is imported, and
+    start waiting for the others.  Runs to completion even if a KeyboardInterrupt lands
+    inside (it is raised after); the hook is removed once this has completed."""
+    pending = None
+    with _lock:
+        while True:
+            try:
+                if not _started[0]:
+                    if _Finder.instance not in sys.meta_path:
+                        sys.meta_path.insert(0, _Finder.instance)
+                    for module in sorted(_watched):
+                        _install_module(module)
+                    _started[0] = True
+                    core.set_entry_hook(None)
+                break
+            except KeyboardInterrupt as e:     # every step is idempotent: finish, then raise
+                pending = e
+    if pending is not None:
+        try:
+            raise pending
+        finally:
+            pending = None
+
+
+def _install_module(name, module=None):
+    """Run the after-import hooks of module ``name`` and install the entries registered for
+    it, if it is imported (``module``: the module that has just run its code)."""
+    if module is None:
+        module = sys.modules.get(name)
+        if type(module) is not _ModuleType:     # not imported, or loaded lazily
+            return                              # (importlib.util.LazyLoader): not touched
+        spec = module.__dict__.get("__spec__")
+        if spec is not None and getattr(spec, "_initializing", False):
+            return        # still running its own code: installed when it is done
+    hooks = _AFTER_IMPORT.get(name)
+    while hooks:              # one at a time: a hook cut short is run again by a retry
+        hooks[0]()
+        hooks.pop(0)
+    for i, (m, attr, make_wrapper, only_there) in enumerate(_ENTRIES):   # (may grow: a
+        if m == name and (i, id(module)) not in _done:                   #  hook registers)
+            _install_entry(m, attr, make_wrapper, only_there)
+            _done.add((i, id(module)))
 
 
 def _lookup(module, attr):
     obj = sys.modules.get(module)
+    owner = None
     for part in attr.split("."):
         if obj is None:
-            return None
+            return None, None
+        owner = obj
         obj = getattr(obj, part, None)
-    return obj
+    return owner, obj
+
+
+_FLAGS = 0x20 | 0x80 | 0x100 | 0x200    # generator, coroutine, async generator, iterable coroutine
+_wrappers: dict = {}    # id(original) -> [original, wrapper, done]: one wrapper an object
+
+
+def _install_entry(module, attr, make_wrapper, only_there):
+    """Idempotent: a step cut short by an asynchronous exception is finished by a retry."""
+    owner, obj = _lookup(module, attr)
+    if obj is None:
+        return      # a private helper this version lacks
+    numpy_owned = module == "numpy" or module.startswith("numpy.")
+    if type(obj) is types.FunctionType and not obj.__code__.co_flags & _FLAGS:
+        _swap_code(obj, make_wrapper)
+        _sites.append((obj.__module__, obj.__qualname__))
+        return
+    entry = _wrappers.get(id(obj))
+    if entry is None or entry[0] is not obj:
+        entry = _wrappers[id(obj)] = [obj, _guard(obj, make_wrapper(obj)), False]
+    elif entry[2]:
+        return      # registered under another module too (a re-export): installed
+    wrapper = entry[1]
+    if "." in attr:           # a method: replaced on the class that defines it
+        key = attr.rsplit(".", 1)[1]
+        if isinstance(owner, type) and owner.__dict__.get(key) is obj:
+            setattr(owner, key, wrapper)
+            _sites.append((owner.__name__, key))
+    else:
+        if only_there or not numpy_owned:
+            places = [sys.modules[module]]
+        else:       # wherever NumPy's own modules hold it, under any name
+            places = [m for n, m in list(sys.modules.items())
+                      if (n == "numpy" or n.startswith("numpy.")) and type(m) is _ModuleType
+                      and n != "numpy._core._multiarray_umath"]
+        for mod in places:
+            d = mod.__dict__
+            for key, value in list(d.items()):
+                if value is obj:
+                    d[key] = wrapper
+                    _sites.append((mod.__name__, key))
+    entry[2] = True
+
+
+_COERCIONS = {"asarray", "asanyarray", "array", "ascontiguousarray", "asfortranarray"}
 
 
 def _guard(orig, impl):
-    """``impl`` in a context with a transformation, ``orig`` everywhere else."""
-    stack = core._stack
-
-    def wrapper(*args, **kwargs):
-        if stack.get():
-            return impl(*args, **kwargs)
-        return orig(*args, **kwargs)
+    """``impl`` in a context with a transformation, ``orig`` everywhere else; it carries
+    the original's names (so ``pickle.dumps(np.asarray)`` finds it by name) and
+    ``__wrapped__`` (so ``inspect.signature`` shows the original's)."""
+    get = _stack.get
+    if getattr(orig, "__name__", None) in _COERCIONS and type(orig) is types.BuiltinFunctionType:
+        def wrapper(a, dtype=None, *args, **kwargs):    # np.asarray(x): the common call,
+            if get():                                   # without packing its arguments
+                return impl(a, dtype, *args, **kwargs)
+            if args or kwargs:
+                return orig(a, dtype, *args, **kwargs)
+            return orig(a, dtype)
+    else:
+        def wrapper(*args, **kwargs):
+            if get():
+                return impl(*args, **kwargs)
+            return orig(*args, **kwargs)
 
     for name in ("__module__", "__name__", "__qualname__", "__doc__"):
         try:
@@ -141,49 +232,54 @@ def _guard(orig, impl):
 
 
 # --------------------------------------------------------------------------
-# Code sites: SciPy's Python functions are intercepted in the function object itself
+# A Python function replaced in place: the same parameters, a forwarding body
 # --------------------------------------------------------------------------
-#
-# A module-level wrapper only reaches calls made through a module attribute; a SciPy
-# function the user bound earlier (``rune.grad(scipy.linalg.det)``, ``f = norm.logpdf``,
-# a default argument, a closure) is the function object itself.  So while a
-# transformation is active, the function's ``__code__`` is swapped for a forwarding code
-# (``fwd(*args, **kwargs)``, with as many free variables as the function's closure) that
-# hands the call to rune's implementation in a context with a transformation and to a
-# clone of the original (the same code, globals, defaults and closure) everywhere else.
-# The original code is put back, by identity, when the last transformation exits.
 
-_code_sites = {}      # id(function) -> (function, original code, forwarding code)
-_fwd_templates = {}   # number of free variables -> template forwarding code
-_MARKER = 0.7853981633974483       # the constant replaced by the dispatcher in a template
-_FLAGS = 0x20 | 0x80 | 0x100 | 0x200    # generator, coroutine, async generator, iterable coroutine
+# constants of the forwarding template replaced by objects: the context test, rune's
+# implementation, the original (a clone of the function with the original code)
+_GET, _RUNE, _CLONE = 0.7853981633974483, 1.7853981633974483, 2.7853981633974483
 
 
-def _swappable(obj):
-    return type(obj) is types.FunctionType and not obj.__code__.co_flags & _FLAGS
+def _forwarder_source(code):
+    """A function with the same parameters as ``code``'s that calls the original with them
+    (or, in a context with a transformation, rune's implementation), and the original's
+    number of free variables (named in unreachable code: a cell may be empty)."""
+    n_pos, n_posonly, n_kw = code.co_argcount, code.co_posonlyargcount, code.co_kwonlyargcount
+    names = code.co_varnames
+    pos, kwonly = names[:n_pos], names[n_pos:n_pos + n_kw]
+    i = n_pos + n_kw
+    star = names[i] if code.co_flags & 0x04 else None
+    i += star is not None
+    dstar = names[i] if code.co_flags & 0x08 else None
+    params = list(pos[:n_posonly]) + (["/"] if n_posonly else []) + list(pos[n_posonly:])
+    params += [f"*{star}"] if star else (["*"] if kwonly else [])
+    params += list(kwonly) + ([f"**{dstar}"] if dstar else [])
+    call_args = "(" + "".join(f"{p}, " for p in pos) + (f"*{star}, " if star else "") + ")"
+    call_kw = "{" + "".join(f"{k!r}: {k}, " for k in kwonly) + (f"**{dstar}" if dstar else "") + "}"
+    direct = list(pos) + ([f"*{star}"] if star else []) + [f"{k}={k}" for k in kwonly] + (
+        [f"**{dstar}"] if dstar else [])
+    free = [f"_rune_free{i}" for i in range(len(code.co_freevars))]   # only the count
+    src = ["def _outer():"] + [f"    {n} = None" for n in free] + [    # matters
+        f"    def _forward({', '.join(params)}):",
+        f"        if ({_GET!r})():",
+        f"            return ({_RUNE!r})({call_args}, {call_kw})",
+        f"        return ({_CLONE!r})({', '.join(direct)})",
+        "        (" + ", ".join(free + [""]) + ")",     # unreachable: names the free variables
+        "    return _forward"]
+    return "\n".join(src)
 
 
-def _template(n_free):
-    """``def fwd(*args, **kwargs): return <MARKER>(args, kwargs)`` with ``n_free`` free
-    variables (read on a branch never taken: a cell may be empty)."""
-    code = _fwd_templates.get(n_free)
-    if code is None:
-        names = [f"_free{i}" for i in range(n_free)]
-        src = ["def _outer():"] + [f"    {n} = None" for n in names] + [
-            "    def fwd(*args, **kwargs):",
-            "        if args is None:",
-            "            return (" + ", ".join(names + [""]) + ")",
-            f"        return ({_MARKER!r})(args, kwargs)",
-            "    return fwd"]
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", SyntaxWarning)     # 'float' is not callable
-            ns = {}
-            exec(compile("\n".join(src), "<rune.intercept forwarding>", "exec"), ns)
-        code = _fwd_templates[n_free] = ns["_outer"]().__code__
-    return code
+_swapped: dict = {}     # id(function) -> (function, clone, forwarding code)
 
 
-def _code_site(func, make_wrapper):
+def _swap_code(func, make_wrapper):
+    """Replace ``func``'s code by a forwarder (one store); its object, names, defaults,
+    signature and source stay the function's own.  Idempotent."""
+    done = _swapped.get(id(func))
+    if done is not None and done[0] is func:
+        func.__code__ = done[2]
+        func._rune_original = done[1]
+        return
     orig_code = func.__code__
     clone = types.FunctionType(orig_code, func.__globals__, func.__name__, func.__defaults__,
                                func.__closure__)
@@ -192,212 +288,110 @@ def _code_site(func, make_wrapper):
     clone.__qualname__, clone.__module__, clone.__doc__ = (
         func.__qualname__, func.__module__, func.__doc__)
     impl = make_wrapper(clone)
-    stack = core._stack
+    n_pos = orig_code.co_argcount
 
-    def dispatch(args, kwargs):
-        if stack.get():
-            return impl(*args, **kwargs)
-        return clone(*args, **kwargs)
+    def rune_call(args, kwargs):
+        # rune's implementation sees the call as it was made: the trailing positional
+        # parameters and the keyword-only ones still holding their defaults are left out
+        defaults = func.__defaults__
+        if defaults and len(args) == n_pos:
+            n, first = n_pos, n_pos - len(defaults)
+            while n > first and args[n - 1] is defaults[n - 1 - first]:
+                n -= 1
+            args = args[:n]
+        kwdefaults = func.__kwdefaults__
+        if kwdefaults and kwargs:
+            kwargs = {k: v for k, v in kwargs.items()
+                      if k not in kwdefaults or v is not kwdefaults[k]}
+        return impl(*args, **kwargs)
 
-    template = _template(len(orig_code.co_freevars))
-    consts = tuple(dispatch if type(c) is float and c == _MARKER else c
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SyntaxWarning)     # 'float' is not callable
+        ns: dict = {}
+        exec(compile(_forwarder_source(orig_code), "<rune.intercept>", "exec"), ns)
+    template = ns["_outer"]().__code__
+    swap = {_GET: _stack.get, _RUNE: rune_call, _CLONE: clone}
+    consts = tuple(swap[c] if type(c) is float and c in swap else c
                    for c in template.co_consts)
-    fwd_code = template.replace(co_consts=consts, co_name=orig_code.co_name,
-                                co_qualname=orig_code.co_qualname)
-    return func, orig_code, fwd_code
+    fwd = template.replace(co_consts=consts, co_filename=orig_code.co_filename,
+                           co_firstlineno=orig_code.co_firstlineno,
+                           co_name=orig_code.co_name, co_qualname=orig_code.co_qualname)
+    _swapped[id(func)] = (func, clone, fwd)
+    func.__code__ = fwd             # one store: the function forwards from here on
+    func._rune_original = clone     # (the clone has the original code: for tests, debugging)
 
 
-def _resolve():
-    """Find the originals of the registrations whose module is imported by now."""
-    for i, (module, attr, make_wrapper) in enumerate(_ENTRIES):
-        if i in _resolved or module not in sys.modules:
-            continue
-        _resolved.add(i)
-        obj = _lookup(module, attr)
-        if obj is None:
-            continue        # defensively: a private helper this version does not have
-        if id(obj) in _by_orig:     # registered under another module too (a re-export)
-            homes = _by_orig[id(obj)][2]
-            if isinstance(homes, set):
-                homes.add(module)
-            continue
-        if id(obj) in _code_sites:
-            continue
-        if not _in_package(module, "numpy") and _swappable(obj):
-            _code_sites[id(obj)] = _code_site(obj, make_wrapper)
-            continue
-        wrapper = _guard(obj, make_wrapper(obj))
-        if "." in attr:     # a method: replaced on the class that defines it
-            owner = _lookup(module, attr.rsplit(".", 1)[0])
-            key = attr.rsplit(".", 1)[1]
-            if isinstance(owner, type) and owner.__dict__.get(key) is obj:
-                _class_sites.append((owner, key, obj, wrapper))
-            continue
-        if (module, attr) in dispatch.ONLY_THERE:
-            homes = ("only", module)
+# --------------------------------------------------------------------------
+# Waiting for registered modules: a finder that finds nothing
+# --------------------------------------------------------------------------
+
+class _Finder:
+    """On ``sys.meta_path``: for a module rune has registered replacements for, the spec
+    the other finders give, with a loader that runs the module, gives it its own loader
+    back, then installs rune's replacements.  Finds nothing for any other name."""
+
+    instance: _Finder
+
+    def find_spec(self, name, path=None, target=None):
+        if name not in _watched:
+            return None
+        for finder in sys.meta_path:
+            find = getattr(finder, "find_spec", None)
+            if finder is self or find is None:
+                continue
+            spec = find(name, path, target)
+            if spec is not None:
+                break
         else:
-            homes = None if _in_package(module, "numpy") else {module}
-        _by_orig[id(obj)] = (obj, wrapper, homes)
+            return None
+        loader = spec.loader
+        if loader is None or not hasattr(loader, "exec_module"):
+            return spec
+        spec.loader = _InstallAfter(loader)
+        return spec
+
+    def invalidate_caches(self):
+        pass
 
 
-def _scan(name, mod):
-    d = getattr(mod, "__dict__", None)
-    found = []
-    if d and not (name == "rune" or name.startswith("rune.")) and name not in _SKIP:
-        for key, value in list(d.items()):
-            entry = _by_orig.get(id(value))
-            if entry is not None and entry[0] is value and _in_scope(name, entry[2]):
-                found.append((key, id(value)))
-    _scanned[name] = (mod, found)
+_Finder.instance = _Finder()
 
 
-def _refresh():
-    """Bring the list of places to patch up to date (new modules, new registrations)."""
-    # what changes: modules imported, registrations, and __main__ (runpy swaps it, a
-    # script or notebook imports into it as it goes)
-    main = sys.modules.get("__main__")
-    state = [len(sys.modules), len(_ENTRIES), id(main), len(getattr(main, "__dict__", ()))]
-    if state == _seen:
-        return False
-    if state[3] != _seen[3]:
-        _scanned.pop("__main__", None)
-    if state[1] != _seen[1]:
-        _forget()
-    _resolve()
-    for name, mod in list(sys.modules.items()):
-        cached = _scanned.get(name)
-        if mod is not None and (cached is None or cached[0] is not mod):
-            _scan(name, mod)
-    _seen[:] = state
-    return True
+class _InstallAfter:
+    """A loader that runs ``loader``, then installs what was registered for the module."""
 
+    def __init__(self, loader):
+        self._loader = loader
 
-def install():
-    for hook in BEFORE_REFRESH:
-        hook()
-    if _refresh() or len(_stand_ins_seen) != len(dispatch.STAND_INS):
-        _module_sites[:] = [(mod.__dict__, key) + _by_orig[oid][:2]
-                            for mod, found in _scanned.values() for key, oid in found]
-        _module_sites.extend((d, key, orig, stand_in)
-                             for d, sites in dispatch.STAND_INS
-                             for key, orig, stand_in in sites)
-        _stand_ins_seen[:] = dispatch.STAND_INS
-    # Module sites: no record of what was installed (uninstall restores every site that
-    # holds rune's wrapper, and only those): one identity test and one store a site.
-    for d, key, orig, wrapper in _module_sites:
-        if d.get(key) is orig:
-            d[key] = wrapper
-    for func, orig_code, fwd_code in _code_sites.values():
-        if func.__code__ is orig_code:
-            func.__code__ = fwd_code
-    sites = []
-    for cls, key, orig, wrapper in _class_sites:
-        value = cls.__dict__.get(key)
-        if value is orig:
-            setattr(cls, key, wrapper)
-        if value is orig or value is wrapper:      # wrapper: a retry after an interruption
-            sites.append((cls, key, orig, wrapper))
-    _installed[:] = sites
-    _is_installed[0] = True
-    _modules_at_install[0] = len(sys.modules)
+    def __getattr__(self, name):
+        return getattr(self._loader, name)
 
+    def create_module(self, spec):
+        return self._loader.create_module(spec)
 
-def uninstall():
-    for d, key, orig, wrapper in _module_sites:
-        if d.get(key) is wrapper:
-            d[key] = orig
-    for func, orig_code, fwd_code in _code_sites.values():
-        if func.__code__ is fwd_code:
-            func.__code__ = orig_code
-    for cls, key, orig, wrapper in _installed:
-        if cls.__dict__.get(key) is wrapper:
-            setattr(cls, key, orig)
-    if len(sys.modules) != _modules_at_install[0]:
-        _restore_in_new_modules()
-    _installed.clear()
-    _is_installed[0] = False
-
-
-def _restore_in_new_modules():
-    """Modules first imported during a transformation copied wrappers (``from numpy
-    import asarray``, ``narray = np.array``): give them the originals, under any name."""
-    back = {id(w): o for o, w, _ in _by_orig.values()}
-    for name, mod in list(sys.modules.items()):
-        cached = _scanned.get(name)
-        if mod is None or (cached is not None and cached[0] is mod):
-            continue
-        d = getattr(mod, "__dict__", None)
-        if not d:
-            continue
-        for key, value in list(d.items()):
-            orig = back.get(id(value))
-            if orig is not None and d.get(key) is value:
-                d[key] = orig
-
-
-# --------------------------------------------------------------------------
-# The bookkeeping of rune.core.new_trace: install while any thread transforms
-# --------------------------------------------------------------------------
-
-def _drop_from_stack(trace):
-    stack = core._stack.get()
-    if any(t is trace for t in stack):
-        core._stack.set(tuple(t for t in stack if t is not trace))
-
-
-def lost(ref):
-    """A ``new_trace`` died with its entry still in ``core._holders``: ``__enter__`` or
-    ``__exit__`` was cut short by an asynchronous exception.  Undo what it did."""
-    trace = core._holders.get(ref)
-    if trace is not None:
-        trace.active = False
-        _drop_from_stack(trace)
-        sync(leaving=ref)
-
-
-def sync(leaving=None):
-    """Install the interception while any thread is in a transformation, remove it when
-    none is; then drop the entry ``leaving`` (under the same lock, so that two threads
-    leaving at once cannot both see the other).  A KeyboardInterrupt landing inside is
-    held until the state is consistent (install/remove are idempotent), then raised."""
-    pending = None
-    while True:
+    def exec_module(self, module):
         try:
-            with core._count_lock:
-                while True:
-                    n = len(core._holders) - (leaving is not None and leaving in core._holders)
-                    core._active_count = n
-                    if (n > 0) == core._installed[0]:
-                        break
-                    core._coercion_hooks[0 if n > 0 else 1]()
-                    core._installed[0] = n > 0
-                if leaving is not None:
-                    core._holders.pop(leaving, None)
-            break
-        except KeyboardInterrupt as e:
-            pending = e
-    if pending is not None:
-        try:
-            raise pending
+            self._loader.exec_module(module)
         finally:
-            pending = None
+            spec = module.__dict__.get("__spec__")
+            if spec is not None and spec.loader is self:
+                spec.loader = self._loader
+            if module.__dict__.get("__loader__") is self:
+                module.__loader__ = self._loader
+        name = module.__name__
+        with _lock:
+            if sys.modules.get(name) is module:
+                _install_module(name, module)
 
 
 def _after_fork_in_child():
-    """A forked child has one thread, the one that forked: only its transformations are
-    still entered, and with none, the child sees NumPy and SciPy unpatched."""
-    core._count_lock = threading.RLock()
-    mine = core._stack.get()
-    for ref, trace in list(core._holders.items()):
-        if not any(t is trace for t in mine):
-            core._holders.pop(ref, None)
-    sync()
+    """A lock held by a thread of the parent is never released in the child."""
+    global _lock
+    _lock = threading.RLock()
 
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-core._coercion_hooks[0] = install
-core._coercion_hooks[1] = uninstall
-core._interception.update(sync=sync, lost=lost)
+core.set_entry_hook(ensure_installed)

@@ -10,9 +10,9 @@ Traced values reach rune through NumPy's own protocols:
 * operators, methods and attributes, installed on :class:`rune.core.Tracer`
   by :func:`install` (operators bind their primitive directly: the hot path);
 * ``np.asarray``/``np.asanyarray``/``np.array`` (which NumPy does not let a
-  type intercept): while any transformation is active, NumPy's modules hold
-  guarded wrappers so that a traced value comes back traced; the wrappers and
-  their containment are :mod:`rune.intercept`'s (``docs/interception.md``).
+  type intercept): rune's versions here are installed by :mod:`rune.intercept` as
+  guarded pass-throughs in NumPy's modules (``docs/interception.md``), so that a traced
+  value comes back traced in a context with a transformation.
 
 Rule modules register entries with :func:`register_ufunc` and
 :func:`implements`.
@@ -22,20 +22,19 @@ from __future__ import annotations
 
 import copy as _copy
 import importlib
-import sys
 
 import numpy as np
 
 from . import views
 from .core import Primitive, Tracer, bind, TracerConversionError
-from . import intercept as _intercept  # noqa: F401  (installs and removes the wrappers)
+from . import intercept as _intercept
 from . import scipy as _scipy
 
 __all__ = ["UFUNCS", "FUNCTIONS", "implements", "register_ufunc", "install"]
 
 from .dispatch import (UFUNCS, FUNCTIONS, REDUCE as _REDUCE, ACCUMULATE as _ACCUMULATE,  # noqa: F401
                        implements, register_ufunc, OutRefusedError, transformation_name,
-                       _iter_tracers, WRAPPED, wrap_while_active,
+                       _iter_tracers, wrap_while_active,
                        contains_tracer as _contains_tracer,
                        asarray_traced as _np_asarray_traced)
 
@@ -194,14 +193,8 @@ def _asfortranarray(a, dtype=None, *args, **kwargs):
 _SCIPY_SURFACES = {"scipy.linalg": "rune.scipy.linalg", "scipy.signal": "rune.scipy.signal"}
 
 
-def _import_scipy_surfaces():
-    for module, surface in list(_SCIPY_SURFACES.items()):
-        if module in sys.modules:
-            del _SCIPY_SURFACES[module]
-            importlib.import_module(surface)
-
-
-_intercept.BEFORE_REFRESH.append(_import_scipy_surfaces)
+for _module, _surface in _SCIPY_SURFACES.items():
+    _intercept.after_import(_module, lambda s=_surface: importlib.import_module(s))
 
 for _name, _impl in (("asarray", _asarray), ("asanyarray", _asanyarray), ("array", _array),
                      ("ascontiguousarray", _ascontiguousarray),

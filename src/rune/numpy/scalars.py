@@ -13,13 +13,10 @@ sequence check and iteration see no sequence.  A self-test on a throwaway class
 runs first; where it fails (another Python implementation), 0-d traced values
 stay unsubscriptable as before.
 
-**Scalar casts.**  ``np.float64(x)`` cannot return a traced value: it is a type.
-While a transformation is active, the ``numpy`` module's scalar type names
-(``np.float64``, ``np.double``, ``np.int64``, ...) are subclasses whose
-construction casts a traced value (``x.astype(np.float64)``) and otherwise builds
-NumPy's own scalar; ``isinstance``, ``issubclass``, ``==`` with the original type,
-hashing and ``np.dtype(...)`` behave as the original's.  Only ``t is np.float64``
-tells them apart, and only inside a transformed function.
+**Scalar casts.**  ``np.float64(x)``, ``np.float32(x)``, ... on a value being
+differentiated raise :class:`rune.TracerConversionError` (NumPy calls ``float(x)`` or
+``x.__array__()``, which refuse): a NumPy scalar cannot carry a derivative.  NumPy's
+scalar types are never replaced.
 """
 
 from __future__ import annotations
@@ -31,9 +28,9 @@ import numpy as np
 
 from .. import core
 from ..core import Tracer
-from ..dispatch import FUNCTIONS, STAND_INS
+from ..dispatch import FUNCTIONS
 
-__all__ = ["scalar_indexing_enabled"]
+__all__ = ["scalar_indexing_enabled", "enable_scalar_indexing"]
 
 
 # --------------------------------------------------------------------------
@@ -119,74 +116,13 @@ def _enable_scalar_indexing():
     return all(_clear_sq_item(cls) for cls in classes)
 
 
-scalar_indexing_enabled = None     # decided when the first transformation starts, once
-#                                    every tracer class exists
+scalar_indexing_enabled = None     # decided once every tracer class exists
 
 
-# --------------------------------------------------------------------------
-# np.float64(x) & co. while a transformation is active
-# --------------------------------------------------------------------------
-
-class _ScalarTypeMeta(type):
-    """The metaclass of the stand-ins: they compare, hash and test as the original."""
-
-    def __instancecheck__(cls, obj):
-        return isinstance(obj, cls._rune_original)
-
-    def __subclasscheck__(cls, sub):
-        return issubclass(sub, cls._rune_original)
-
-    def __eq__(cls, other):
-        return other is cls or other is cls._rune_original
-
-    def __hash__(cls):
-        return hash(cls._rune_original)
-
-    def __repr__(cls):
-        return repr(cls._rune_original)
-
-
-def _stand_in(original):
-    def __new__(cls, *args, **kwargs):
-        if args and isinstance(args[0], Tracer) and not kwargs and len(args) == 1:
-            return args[0].astype(original)
-        return original(*args, **kwargs)
-
-    cls = _ScalarTypeMeta(original.__name__, (original,),
-                          {"__new__": __new__, "__module__": original.__module__,
-                           "__qualname__": original.__qualname__,
-                           "__doc__": original.__doc__})
-    cls._rune_original = original
-    return cls
-
-
-_CAST_TYPES = (np.float16, np.float32, np.float64, np.longdouble, np.complex64,
-               np.complex128, np.clongdouble, np.int8, np.int16, np.int32, np.int64,
-               np.uint8, np.uint16, np.uint32, np.uint64, np.intc, np.uintc, np.intp,
-               np.uintp, np.longlong, np.ulonglong, np.short, np.ushort, np.byte, np.ubyte)
-_STAND_INS = {}
-for _t in _CAST_TYPES:
-    if _t not in _STAND_INS:
-        _STAND_INS[_t] = _stand_in(_t)
-_NAMES = [(name, _STAND_INS[v]) for name, v in vars(np).items()
-          if isinstance(v, type) and v in _STAND_INS and not name.startswith("_")]
-
-
-def _install_casts():
+def enable_scalar_indexing():
+    """Give the 0-d tracer classes ``x[()]`` & co.; called once, when ``rune`` has been
+    imported (every tracer class exists by then)."""
     global scalar_indexing_enabled
     if scalar_indexing_enabled is None:
         scalar_indexing_enabled = _enable_scalar_indexing()
-
-
-def _chain(first, then):
-    def hook():
-        first()
-        then()
-    return hook
-
-
-# np.float64 & co. become their stand-ins while a transformation is active (rune.intercept
-# installs and removes them with its own names)
-STAND_INS.append((np.__dict__, [(name, stand_in._rune_original, stand_in)
-                                for name, stand_in in _NAMES]))
-core._coercion_hooks[0] = _chain(core._coercion_hooks[0], _install_casts)
+    return scalar_indexing_enabled

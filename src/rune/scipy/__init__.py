@@ -13,8 +13,8 @@ def _lazy(surface, name):
     def make(orig):
         def wrapper(*args, **kwargs):
             module = _sys.modules.get(f"rune.scipy.{surface}")
-            if module is None:
-                import importlib
+            if module is None or not hasattr(module, "REPLACEMENTS"):
+                import importlib    # (waits for another thread importing it right now)
                 module = importlib.import_module(f"rune.scipy.{surface}")
             return module.REPLACEMENTS[name](orig, *args, **kwargs)
         return wrapper
