@@ -12,7 +12,7 @@ import rune
 from rune.batching import BatchTrace, vmap_flat
 from rune.calls import Call, bind_call
 from rune.forward import ForwardTrace
-from rune.reverse import ReverseTrace
+from rune.tape import ReverseTrace
 
 SRC = pathlib.Path(rune.__file__).parent
 

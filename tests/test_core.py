@@ -8,7 +8,7 @@ import pytest
 
 import rune
 from rune import core
-from rune.reverse import unbroadcast
+from rune.backward import unbroadcast
 
 
 def test_integer_traced_values_convert_freely():

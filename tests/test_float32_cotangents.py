@@ -28,13 +28,13 @@ def relu_net(x):
 def widened(monkeypatch):
     """The cotangents the engine had to cast back to a narrower dtype during a backward."""
     seen = []
-    cast = rune.reverse.cast_like
+    cast = rune.api_util.cast_like
 
     def spy(c, dtype):
         if c.dtype != dtype:
             seen.append((c.dtype, dtype, c.shape))
         return cast(c, dtype)
-    monkeypatch.setattr(rune.reverse, "cast_like", spy)
+    monkeypatch.setattr(rune.backward, "cast_like", spy)
     return seen
 
 

@@ -2,7 +2,7 @@
 reads, and the tape keeps nothing else, at every array size.
 
 There is no size threshold: what a primitive does not declare reaches its VJP rules as a
-:class:`rune.reverse.Dropped` stand-in that raises :class:`rune.reverse.ResidualError`
+:class:`rune.residuals.Dropped` stand-in that raises :class:`rune.residuals.ResidualError`
 when read, so the rule sweeps of the whole suite (small arrays) check the declarations,
 and the sweep below runs one rule of each family to second order on tiny arrays.
 """
@@ -19,7 +19,8 @@ import scipy.linalg
 import rune
 from rune import core
 from rune.dispatch import UFUNCS
-from rune.reverse import Dropped, ResidualError, ReverseTrace, _Plan
+from rune.residuals import Dropped, ResidualError, _Plan
+from rune.tape import ReverseTrace
 
 import rune.primitives as primitives
 

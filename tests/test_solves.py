@@ -15,7 +15,8 @@ import pytest
 import rune
 from rune.numpy import linalg as np_linalg
 from rune.primitives import linalg, solves
-from rune.reverse import Dropped, ReverseTrace
+from rune.residuals import Dropped
+from rune.tape import ReverseTrace
 from helpers import check_vmap, rand, square
 
 F64, F32, C128 = np.float64, np.float32, np.complex128

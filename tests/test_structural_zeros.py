@@ -302,7 +302,7 @@ def test_extremum_masks_equal_the_general_ones(name, axis, keepdims, incoming, c
     elements, then the rule on the cotangent with the structural elements zeroed; with ties,
     NaN and infinite extrema, and an incoming mask."""
     from rune.primitives.reductions import max_p, min_p
-    from rune.reverse import _structural
+    from rune.structural import _structural
     from rune.residuals import MASKS
     prim = max_p if name == "max" else min_p
     rule = prim.vjp[0]
@@ -374,7 +374,7 @@ def _slicing_programs():
 @pytest.mark.parametrize("k", range(9))
 def test_slices_added_in_place_equal_the_general_way(k):
     """A basic slice's cotangent is added into the accumulated one in place
-    (rune.reverse._scatter) instead of scattered into zeros and added whole: the gradient
+    (rune.structural._scatter) instead of scattered into zeros and added whole: the gradient
     and its structural zeros are the same, bit for bit, at first and second order."""
     from rune.primitives.indexing import _gather_vjp
     f, x = _slicing_programs()[k]
@@ -409,7 +409,7 @@ def test_weighted_masks_equal_the_general_ones(name, incoming):
     weights) gives what the general way gives, with ties, NaN, broadcasting and an
     incoming mask."""
     from rune.dispatch import UFUNCS
-    from rune.reverse import _structural
+    from rune.structural import _structural
     from rune.residuals import MASKS
     prim = UFUNCS[getattr(np, name)]
     x = np.array([[1.0, 2.0, np.nan, 3.0], [0.0, -1.0, 5.0, np.nan]])
@@ -437,10 +437,10 @@ def test_weighted_masks_equal_the_general_ones(name, incoming):
 @pytest.mark.parametrize("bad", [None, np.inf, -np.inf, np.nan], ids=["finite", "inf", "-inf",
                                                                        "nan"])
 def test_zero_at_is_where(dtype, bad):
-    """rune.reverse.zero_at (a finite cotangent: +0 where structural, without np.where's
+    """rune.structural.zero_at (a finite cotangent: +0 where structural, without np.where's
     branches) equals np.where(m, 0, c), including +0 (not -0) at the structural zeros and
     the non-finite values that np.where must zero."""
-    from rune.reverse import zero_at
+    from rune.structural import zero_at
     rng = np.random.default_rng(3)
     m = rng.random((7, 9)) < 0.5
     g = np.where(m, -0.0, rng.standard_normal((7, 9))).astype(dtype)  # structural: zero

@@ -34,7 +34,7 @@ class Call:
     Subclasses define what the traces ask for (each on values one level down):
 
     * ``reverse(trace, vals, groups) -> (outs, pull)``: the outputs and
-      ``pull(ct_full, prevs) -> new totals`` (see ``reverse.NodeRule``), or None
+      ``pull(ct_full, prevs) -> new totals`` (see ``rune.tape.NodeRule``), or None
       to run the function inline;
     * ``forward(trace, primals, tangents) -> (outs, tangent outs)``;
     * ``batched(bdims, trace) -> Call``: the call with every function vectorized;

@@ -43,7 +43,8 @@ from .batching import vmap_flat
 from .calls import Call, bind_call
 from .core import Tracer, new_trace, warn_once
 from .forward import ForwardTrace, ForwardTracer
-from .reverse import ReverseTrace, backward, seed_outputs
+from .backward import backward, seed_outputs
+from .tape import ReverseTrace
 from .typing import P, R
 
 __all__ = ["checkpoint", "remat"]

@@ -78,9 +78,9 @@ class Primitive:
     size: a tuple of ``"args"``, ``"out"``, argument indices or slices of them, and
     ``"shapes"`` (dropped arguments keep their shape and dtype), or a dict of such
     tuples per argument (``{0: (1,), 1: (0,)}`` for ``x * y``); ``None`` keeps
-    everything.  What is not declared reaches the rules as a ``rune.reverse.Dropped``
+    everything.  What is not declared reaches the rules as a ``rune.residuals.Dropped``
     that raises ``ResidualError`` when read.  Structural zeros (SPEC
-    1.6, ``rune.reverse.backward``): ``masks``, the rules only move or sum with weights
+    1.6, ``rune.backward.backward``): ``masks``, the rules only move or sum with weights
     >= 0 and a zero they give is the branch not taken (``where``, ``maximum``, indexing);
     ``layout``, the same, and they create none (``reshape``, ``sum``); ``elementwise``,
     output element k depends on element k of each input only (docs/CONTRIBUTING-RULES.md).

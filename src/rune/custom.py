@@ -46,7 +46,8 @@ from .api_util import (
 from .batching import vmap, vmap_flat
 from .calls import Call, bind_call, closure_error, leaked
 from .core import Tracer, new_trace
-from .reverse import ReverseTrace, _fit, backward, seed_outputs
+from .backward import _fit, backward, seed_outputs
+from .tape import ReverseTrace
 from .typing import ArgNums, P, R
 
 F = TypeVar("F", bound=Callable[..., Any])

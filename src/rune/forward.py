@@ -113,7 +113,7 @@ class ForwardTrace(Trace):
         return ForwardTracer(out, t_out, self)
 
     def _process_structural(self, prim, args, primals, tangents, out, params):
-        """SPEC 1.6 in forward mode (see ``rune.reverse.backward``): a tangent that is zero
+        """SPEC 1.6 in forward mode (see ``rune.backward.backward``): a tangent that is zero
         because ``np.where`` or an index selected another element stays zero through an
         infinite local derivative, and ``masks`` primitives create such zeros."""
         masks = [a._zeros if isinstance(a, ForwardTracer) and a._trace is self else None

@@ -143,7 +143,7 @@ class _Plan:
         and the others are plain; the plan for that case, whether each argument is kept
         whole (the others dropped without their shapes), and whether the primitive is
         elementwise (then a traced argument of the output's shape gets a cotangent of that
-        shape from its rule, see rune.reverse.SAME_SHAPE).  False when the general path
+        shape from its rule, see rune.tape.SAME_SHAPE).  False when the general path
         must take it (the tape keeps a dropped argument's shape; no derivative at all;
         several results)."""
         n, k = (1, 0) if j == 0 else (2, j - 1)

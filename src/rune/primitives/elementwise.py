@@ -6,7 +6,7 @@ JVP and its VJP are ``g * d_i``: one line per function below.  The engine
 broadcasts tangents and un-broadcasts cotangents.  Products are ordinary
 products; a structural zero (the branch ``np.where`` did not take) times an
 infinite local derivative (``sqrt`` at 0) is made zero by the engine
-(:func:`rune.reverse.backward`), so ``np.where(x > 0, np.sqrt(x), 0.0)`` has
+(:func:`rune.backward.backward`), so ``np.where(x > 0, np.sqrt(x), 0.0)`` has
 gradient 0, not NaN, at ``x == 0``, while ``np.sqrt(x) ** 2`` has NaN there.
 
 Complex numbers follow JAX's convention: rules are holomorphic derivatives
@@ -55,7 +55,7 @@ def _scale(d, n=None):
     """The rule ``g -> g * d(args, out)`` for one of the ``n`` arguments: an ordinary product.
 
     Where ``g`` is a structural zero (the branch ``np.where`` did not take), the engine
-    makes the product zero whatever ``d`` is (``rune.reverse.backward``); a zero that
+    makes the product zero whatever ``d`` is (``rune.backward.backward``); a zero that
     arithmetic produced is an ordinary number, and ``0 * inf`` is NaN, as in JAX.
     """
     # (a function of its own per primitive: hooks may be attached to a rule)
@@ -87,7 +87,7 @@ def _scale(d, n=None):
 
 
 def _weighted_structural(d):
-    """The ``structural`` hook (see rune.reverse._structural) of ``g * d`` with ``d`` a
+    """The ``structural`` hook (see rune.structural._structural) of ``g * d`` with ``d`` a
     finite weight that is 0 exactly for the branch not taken (``maximum``'s loser): the
     cotangent and its structural zeros at once, ``d`` computed once (the engine's general
     way runs the rule twice, once on an indicator)."""

@@ -369,13 +369,13 @@ def _index_set_zero_mask(ct, mask, out, x, v, *arrays, template):
     return m
 
 
-_gather_vjp.zero_mask = _gather_zero_mask     # see rune.reverse._structural
+_gather_vjp.zero_mask = _gather_zero_mask     # see rune.structural._structural
 
 
 def _gather_scatter_index(ct, out, x, *arrays, template):
     """Where :func:`_gather_vjp` puts ``ct`` when it is a basic index (no element selected
     twice), so that the engine adds it into the accumulated cotangent in place
-    (``rune.reverse._scatter``); None otherwise."""
+    (``rune.structural._scatter``); None otherwise."""
     return None if arrays else build_index(template, arrays)
 
 

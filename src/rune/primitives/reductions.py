@@ -69,7 +69,7 @@ def _extremum(name, fn):
         return _expand_back(ct, x, axis, keepdims) * _extremum_weights(x, out, axis, keepdims)
 
     def structural(ct, mask, out, x, axis, keepdims):
-        """The cotangent and its structural zeros at once (see rune.reverse._structural):
+        """The cotangent and its structural zeros at once (see rune.structural._structural):
         every element but its group's extrema, and a whole group whose output's cotangent
         is structural, where the weights are finite (a NaN extremum makes them NaN; the
         engine's general way, the rule run on an indicator, gives the same)."""

@@ -135,7 +135,7 @@ def _make_concatenate_vjp_rule(i):
         (the rule only moves ``ct``), without running it on an indicator."""
         return None if mask is None else mask[piece(xs, axis)]
 
-    rule.zero_mask = zero_mask      # see rune.reverse._structural
+    rule.zero_mask = zero_mask      # see rune.structural._structural
     return rule
 
 

@@ -1,0 +1,350 @@
+"""The tape of reverse mode: the traced value, the trace that records, the node.
+
+A :class:`ReverseTrace` records a tape: one :class:`Node` per primitive applied to its
+traced values, in execution order (a topological order).  :meth:`ReverseTrace.process`
+is the one recording path (Autodidax's ``process_primitive``): unwrap the arguments,
+apply the primitive one level down, keep what the VJP rules read (the primitive's
+residual plan, :mod:`rune.residuals`) in a node, wrap the output.
+:meth:`ReverseTrace.process_one` is the marked fast path for ``np.sin(x)`` and ``x * 1.5``;
+``tests/test_residuals.py`` checks that it records exactly what ``process`` records.
+The backward pass that reads the tape is :mod:`rune.backward`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .api_util import as_array, is_diff_leaf
+from .calls import leaked
+from .core import NO_PARAMS, Trace, Tracer, bind, rank, tracer_class_pair
+from .residuals import Dropped, _kept_args, _new, _plan
+
+_ndarray = np.ndarray
+__all__ = ["Node", "ReverseTracer", "ReverseTrace", "SAME_SHAPE", "NodeRule"]
+
+
+class Node:
+    """One recorded primitive application (or an input, with ``vjp`` None)."""
+
+    __slots__ = ("vjp", "args", "params", "out", "parents", "meta", "zeros", "shape", "dtype")
+
+    def __init__(self, vjp, args, params, out, parents, meta=None, zeros=0):
+        self.vjp = vjp          # tuple of per-argument rules, or None for an input
+        self.args = args        # the unwrapped arguments (residuals)
+        self.params = params
+        self.out = out          # the unwrapped output (a tuple for multiple results)
+        self.parents = parents  # tuple of (arg index, parent node, output position)
+        self.meta = out if meta is None else None if meta is False else meta   # what has
+        #   the output's shape and dtype (False, stored None: the node itself, its ``shape``
+        #   and ``dtype``, set by the trace)
+        self.zeros = zeros      # how structural zeros cross it: 0, ELEMENTWISE or MASKS
+
+
+class ReverseTracer(Tracer):
+    __slots__ = ("_node", "_pos")
+    _node: Node | None
+    _pos: int | None
+    _extra = {"_node": None, "_pos": None}
+
+    def __new__(cls, val, trace, node, pos=None):
+        self = object.__new__(_ReverseArrayTracer if (
+            val.ndim if type(val) is _ndarray else rank(val)) else ReverseTracer)
+        self._val = val
+        self._trace = trace
+        self._node = node
+        self._pos = pos
+        return self
+
+
+_ReverseArrayTracer = tracer_class_pair(ReverseTracer)
+
+
+class ReverseTrace(Trace):
+    __slots__ = ("tape",)
+    kind = "grad"
+
+    def __init__(self):
+        super().__init__()
+        self.tape = []
+
+    def lift(self, x):
+        return ReverseTracer(x, self, None)
+
+    def new_input(self, x):
+        node = Node(None, (), None, x, ())
+        self.tape.append(node)
+        return ReverseTracer(x, self, node)
+
+    def unwrap(self, args):
+        """``(vals, parents)``: the values one level down, and ``(index, node, pos)`` for
+        each argument traced here with a derivative."""
+        vals = []
+        parents = []
+        i = 0
+        for a in args:
+            if isinstance(a, ReverseTracer) and a._trace is self:
+                vals.append(a._val)
+                if a._node is not None:
+                    parents.append((i, a._node, a._pos))
+            else:
+                vals.append(a)
+            i += 1
+        return vals, parents
+
+    def process(self, prim, args, params):
+        # W1's per-operation overhead lives here: one plan read from the primitive, one
+        # Node, one tracer
+        vals = []           # self.unwrap(args), written out: every operation passes here
+        parents = []
+        i = 0
+        for a in args:
+            if isinstance(a, ReverseTracer) and a._trace is self:
+                vals.append(a._val)
+                if a._node is not None:
+                    parents.append((i, a._node, a._pos))
+            else:
+                vals.append(a)
+            i += 1
+        if not self.bottom:
+            out = bind(prim, *vals, **params)
+        elif params:
+            out = prim.impl(*vals, **params)
+        else:
+            out = prim.impl(*vals)
+        if prim.nondiff:
+            return out
+        if not parents:
+            node = None
+        else:
+            plan = prim.plan
+            if plan is None:
+                if prim.vjp is None:
+                    raise NotImplementedError(f"{prim.name!r} has no reverse-mode rule, so it "
+                                              f"cannot be used under grad/vjp")
+                plan = _plan(prim)
+            if plan.per is not None:      # what is read depends on which arguments are traced
+                plan = plan.sub.get(parents[0][0] if len(parents) == 1 else
+                                    tuple([p[0] for p in parents])) \
+                    or plan.for_parents(prim, parents)
+            # Keep only what the VJP rules read (SPEC: the memory floor), at every size,
+            # so that a layer's pre-activation is freed as soon as the forward pass drops it.
+            if plan.nothing:
+                n = len(vals)
+                vals = plan.gone[n] if n < 8 else _kept_args(plan, vals, prim.name)
+            elif plan.args is not True:
+                keep = plan.pair
+                if keep is not None and len(vals) == 2:
+                    g = plan.gone[1][0]
+                    vals = [vals[0] if keep[0] else g, vals[1] if keep[1] else g]
+                else:
+                    vals = _kept_args(plan, vals, prim.name)
+            if prim.multiple_results and not plan.out:
+                dropped = tuple(Dropped(o, prim.name, f"its output {k}")
+                                for k, o in enumerate(out))
+                node = Node(prim.vjp, vals, params, dropped, parents, dropped, plan.zeros)
+            elif type(out) is _ndarray and not plan.out:
+                # The output's shape and dtype go in the node itself (no object to make:
+                # W1's per-operation overhead); its rules see a stand-in without either.
+                # (Node(...) written out: no __init__ frame on every operation.)
+                node = _new(Node)
+                node.vjp = prim.vjp
+                node.args = vals
+                node.params = params
+                node.out = plan.gone_out
+                node.parents = parents
+                node.meta = None
+                node.zeros = plan.zeros
+                node.shape = out.shape
+                node.dtype = out.dtype
+            else:
+                node = _node_of(prim, plan, vals, params, out, parents)
+            self.tape.append(node)
+        if prim.multiple_results:
+            return tuple(ReverseTracer(o, self, node, k) for k, o in enumerate(out))
+        if type(out) is _ndarray:     # ReverseTracer(out, self, node), written out
+            t = _new(_ReverseArrayTracer if out.ndim else ReverseTracer)
+            t._val = out
+            t._trace = self
+            t._node = node
+            t._pos = None
+            return t
+        return ReverseTracer(out, self, node)
+
+    def process_one(self, prim, args, j):
+        """:meth:`process` of ``np.sin(x)`` (``j`` 0: ``args`` is ``(x,)``), ``x * 1.5``
+        (``j`` 1: ``(x, c)``) and ``1.5 * x`` (``j`` 2: ``(c, x)``): ``x`` traced here,
+        ``c`` a plain number or array, no parameters."""
+        x = args[0] if j < 2 else args[1]
+        node_x = x._node
+        plan = prim.plan
+        if node_x is None or plan is None or not self.bottom:
+            return self.process(prim, args, NO_PARAMS)
+        one = plan.one[j]
+        if not one:
+            if one is None:
+                one = plan.one_traced(prim, j)
+            if one is False:       # e.g. the tape keeps a dropped argument's shape
+                return self.process(prim, args, NO_PARAMS)
+        plan, keep0, keep1, k, same = one
+        v = x._val
+        pos = x._pos
+        if j == 0:
+            out = prim.impl(v)
+            vals = [v] if keep0 else plan.gone[1]
+        else:
+            g = plan.gone[1][0]
+            c = args[1] if j == 1 else args[0]
+            out = prim.impl(v, c) if j == 1 else prim.impl(c, v)
+            if j == 1:
+                vals = [v if keep0 else g, c if keep1 else g]
+            else:
+                vals = [c if keep0 else g, v if keep1 else g]
+            same = same and (type(c) is float or type(c) is int)
+        if same and pos is None:    # an elementwise primitive of x alone (and a number):
+            pos = SAME_SHAPE        # the output has x's shape, and so has x's cotangent
+        parents = [(k, node_x, pos)]
+        if type(out) is not _ndarray:
+            node = _node_of(prim, plan, vals, NO_PARAMS, out, parents)
+            self.tape.append(node)
+            return ReverseTracer(out, self, node)
+        node = _new(Node)           # as in process
+        node.vjp = prim.vjp
+        node.args = vals
+        node.params = NO_PARAMS
+        if plan.out:
+            node.out = out
+            node.meta = out
+        else:
+            node.out = plan.gone_out
+            node.meta = None
+            # (x's shape, when it is the output's and x's node holds it: ndarray.shape
+            # builds a tuple every time)
+            node.shape = node_x.shape if pos is SAME_SHAPE and node_x.meta is None \
+                else out.shape
+            node.dtype = out.dtype
+        node.parents = parents
+        node.zeros = plan.zeros
+        self.tape.append(node)
+        t = _new(type(x) if pos is SAME_SHAPE else _ReverseArrayTracer if out.ndim
+                 else ReverseTracer)
+        t._val = out
+        t._trace = self
+        t._node = node
+        t._pos = None
+        return t
+
+    def process_call(self, call, args):
+        """A call-like construct (see :mod:`rune.calls`): one tape node for the whole
+        call, whose VJP is the ``pull`` that ``call.reverse`` gives."""
+        vals, parents = self.unwrap(args)
+        keys, groups = group_parents(parents)
+        res = call.reverse(self, vals, groups)
+        if res is None or leaked(res[0], self.level) is not None:
+            return call.leaked_outputs(self, args)
+        outs, pull = res
+        diff_pos = [k for k, o in enumerate(outs) if is_diff_leaf(o)]
+        if not keys or not diff_pos:
+            return tuple(outs)
+        outs = [as_array(o) for o in outs]
+        # The pull holds what its backward pass reads; the node keeps only the outputs'
+        # shapes and dtypes (a checkpointed segment's last output is freed with it).
+        name = getattr(call, "name", None) or type(call).__name__
+        metas = tuple(Dropped(outs[k], name, f"its output {k}") for k in diff_pos)
+        node = Node(NodeRule(pull, keys, diff_pos, len(outs)), (), None, metas,
+                    tuple(parents), metas)
+        self.tape.append(node)
+        for j, k in enumerate(diff_pos):
+            outs[k] = ReverseTracer(outs[k], self, node, j)
+        return tuple(outs)
+
+
+# A parent's position (``Node.parents``) that says more than None: the parent has one
+# output, of the node's output shape, and the node is elementwise in it alone (np.sin(x),
+# x * 1.5; set by ReverseTrace.process_one), so the cotangent its rule gives has that
+# shape too (the rule's result is broadcast from the node's cotangent and the arguments)
+# and the backward pass checks only its dtype.
+SAME_SHAPE = False
+
+
+def _node_of(prim, plan, vals, params, out, parents):
+    """The node of one output ``out`` (kept when the plan says so; otherwise its shape and
+    dtype, or for a Python scalar a stand-in that says it was dropped)."""
+    if plan.out:
+        return Node(prim.vjp, vals, params, out, parents, None, plan.zeros)
+    node = Node(prim.vjp, vals, params, plan.gone_out, parents, None, plan.zeros)
+    try:
+        node.shape = out.shape
+        node.dtype = out.dtype
+        node.meta = None
+    except AttributeError:          # a Python scalar
+        node.meta = Dropped(out, prim.name, "its output")
+    return node
+
+
+# --------------------------------------------------------------------------
+# Call-like constructs on the tape (checkpoint, custom_vjp, custom_jvp)
+# --------------------------------------------------------------------------
+
+class NodeRule:
+    """The VJP rule of the one tape node that stands for a whole call.
+
+    The tape calls it as ``rule(ct, node, cts)`` (a whole-node rule, see
+    :func:`backward`): ``ct`` has one slot per floating output (None: no
+    cotangent), ``cts`` is the map of accumulated cotangents.  ``pull(ct_full,
+    prevs)`` gets the cotangents of all outputs and, for each distinct
+    parent, what has been accumulated for it so far, and returns each
+    parent's new total.  Handing the running total to ``pull`` lets a
+    re-run add its contributions in exactly the order the tape of the
+    unwrapped function would have, so ``checkpoint`` is exact bit for bit.
+    """
+
+    __slots__ = ("pull", "keys", "diff_pos", "n_out")
+
+    def __init__(self, pull, keys, diff_pos, n_out):
+        self.pull = pull
+        self.keys = keys
+        self.diff_pos = diff_pos
+        self.n_out = n_out
+
+    def __call__(self, ct, node, cts):
+        full = [None] * self.n_out
+        if type(ct) is list:
+            for j, k in enumerate(self.diff_pos):
+                full[k] = ct[j]
+        else:
+            full[self.diff_pos[0]] = ct
+        prevs = []
+        for pnode, pos in self.keys:
+            v = cts.get(pnode)
+            if pos is not None and v is not None:
+                v = v[pos]
+            prevs.append(v)
+        finals = self.pull(full, prevs)
+        for (pnode, pos), v in zip(self.keys, finals):
+            if v is None:
+                continue
+            if pos is None:
+                cts[pnode] = v
+            else:
+                slot = cts.get(pnode)
+                if slot is None:
+                    slot = cts[pnode] = [None] * len(pnode.out)
+                slot[pos] = v
+
+
+def group_parents(parents):
+    """``(keys, groups)``: the distinct ``(node, pos)`` among ``parents`` and, for each, the
+    indices of the arguments that are that value (``f(x, x)`` gives one group)."""
+    keys = []
+    groups = []
+    where = {}
+    for i, pnode, pos in parents:
+        key = (id(pnode), pos)
+        k = where.get(key)
+        if k is None:
+            where[key] = len(keys)
+            keys.append((pnode, pos))
+            groups.append([i])
+        else:
+            groups[k].append(i)
+    return keys, groups
