@@ -62,7 +62,7 @@ CASES = {
                           "rune.grad(lambda v: v * 2)(1.0)\n", (50, 250), 1),
     "heat": ("instructions per call of the in-place heat stencil's grad",
              "g(u0)",
-             "import numpy as np\nfrom programs import heat_inplace\n"
+             "import numpy as np\nfrom user_programs import heat_inplace\n"
              "u0 = np.sin(np.linspace(0, 3, 4096)) + 0.1\ng = rune.grad(heat_inplace)\n",
              (2, 6), 1),
 }

@@ -38,14 +38,14 @@ except ImportError:
 # --------------------------------------------------------------------------
 
 def _autograd_text():
-    """``programs.py``'s NumPy functions, the same text with ``np`` meaning autograd.numpy
+    """``user_programs.py``'s NumPy functions, the same text with ``np`` meaning autograd.numpy
     (how autograd's users write it): each function made again over a copy of that
     module's globals in which ``np`` is autograd.numpy and the functions are these copies
     (``transformer_loss`` calls this ``layer_norm``, ``ode_loss``'s default step is this
     ``rk4_step``)."""
     import types
 
-    import programs
+    import user_programs as programs
     names = ("gp_nlml", "ode_rhs", "rk4_step", "ode_loss", "layer_norm", "transformer_loss",
              "mlp_example_loss", "heat_functional")
     g = dict(vars(programs), np=anp)

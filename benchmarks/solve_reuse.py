@@ -31,7 +31,7 @@ def load(src):
     sys.path[:0] = [str(src), str(HERE)]
     try:
         import rune
-        import programs
+        import user_programs as programs
     finally:
         del sys.path[:2]
     assert Path(rune.__file__).is_relative_to(src), rune.__file__

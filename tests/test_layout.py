@@ -144,3 +144,37 @@ def test_the_cycle_check_finds_a_cycle():
 def test_rule_modules_stay_small(name):
     n = len(MODULES[name].read_text().splitlines())
     assert n <= 600, f"{name} has {n} lines: split the family (docs/CONTRIBUTING-RULES.md)"
+
+
+# --------------------------------------------------------------------------
+# Every module of the project stays readable in one sitting; benchmarks/ has no cycle
+# --------------------------------------------------------------------------
+
+ROOT = SRC.parent
+PROJECT_FILES = sorted(p for d in ("src", "tests", "benchmarks", "examples", "docs")
+                       for p in (ROOT / d).rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", PROJECT_FILES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_module_stays_under_650_lines(path):
+    n = len(path.read_text().splitlines())
+    assert n <= 650, f"{path.relative_to(ROOT)} has {n} lines: split it by job (issue 23)"
+
+
+def _flat_imports(path, names):
+    """The modules of ``names`` (a flat directory of scripts) that ``path`` imports."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name in names)
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module in names:
+            found.add(node.module)
+    found.discard(path.stem)
+    return found
+
+
+def test_no_import_cycles_in_benchmarks():
+    files = {p.stem: p for p in (ROOT / "benchmarks").glob("*.py")}
+    graph = {name: _flat_imports(p, files) for name, p in files.items()}
+    assert "workloads" in graph["run"] or "workloads" in graph["adapters"]
+    assert _cycles(graph) == []
