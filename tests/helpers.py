@@ -245,3 +245,27 @@ def square(shape, dtype=np.float64, seed=0):
     """A well-conditioned square matrix (stack): noise plus a multiple of the identity."""
     n = shape[-1]
     return (rand(shape, dtype, seed) + n * np.eye(n)).astype(dtype)
+
+
+def all_primitives():
+    """Every primitive rune defines: those of ``rune.primitives``' modules (SciPy's when SciPy
+    is installed) and those made in a loop and registered for a ufunc."""
+    import importlib
+    import pkgutil
+    from rune import core, primitives
+    from rune.dispatch import UFUNCS
+    prims = {}
+    for mod in pkgutil.iter_modules(primitives.__path__):
+        try:
+            m = importlib.import_module(f"rune.primitives.{mod.name}")
+        except ModuleNotFoundError as e:    # special.py needs SciPy, which is optional
+            if (e.name or "").split(".")[0] == "scipy":
+                continue
+            raise
+        for v in vars(m).values():
+            if isinstance(v, core.Primitive):
+                prims[id(v)] = v
+    for v in UFUNCS.values():
+        if isinstance(v, core.Primitive):
+            prims[id(v)] = v
+    return list(prims.values())

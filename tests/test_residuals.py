@@ -17,27 +17,14 @@ import pytest
 import scipy.linalg
 
 import rune
+from helpers import all_primitives
 from rune import core
-from rune.dispatch import UFUNCS
 from rune.residuals import Dropped, ResidualError, _Plan
 from rune.tape import ReverseTrace
 
-import rune.primitives as primitives
 
 
-def _all_primitives():
-    import importlib
-    import pkgutil
-    prims = {}
-    for mod in pkgutil.iter_modules(primitives.__path__):
-        m = importlib.import_module(f"rune.primitives.{mod.name}")
-        for v in vars(m).values():
-            if isinstance(v, core.Primitive):
-                prims[id(v)] = v
-    for v in UFUNCS.values():
-        if isinstance(v, core.Primitive):
-            prims[id(v)] = v
-    return list(prims.values())
+_all_primitives = all_primitives
 
 
 def test_every_differentiable_primitive_declares_its_residuals():

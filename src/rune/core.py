@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 __all__ = [
-    "Primitive", "Trace", "Tracer", "bind", "new_trace", "active_traces",
+    "Primitive", "Trace", "Tracer", "bind", "new_trace", "active_traces", "vjp_rule",
     "TracerConversionError", "BatchedControlFlowError", "PerformanceWarning",
 ]
 
@@ -108,6 +108,23 @@ class Primitive:
 
     def __repr__(self):
         return f"Primitive({self.name})"
+
+
+def vjp_rule(rule, *, zero_mask=None, structural=None, scatter_index=None):
+    """A VJP rule with its structural-zero hooks, declared inline where its primitive is
+    made (``vjp=(vjp_rule(_gather_vjp, zero_mask=...),)``); ``rune.structural`` reads them:
+
+    * ``zero_mask(ct, mask, out, *args, **params)``: the structural zeros of the rule's
+      result directly (a rule that only moves ``ct``), or ``NotImplemented``;
+    * ``structural(ct, mask, out, *args, **params) -> (cotangent, mask)``: both at once;
+    * ``scatter_index(ct, out, *args, **params)``: the basic index the rule puts ``ct`` at
+      (zeros elsewhere), so the engine adds it in place, or None.
+    """
+    for name, hook in (("zero_mask", zero_mask), ("structural", structural),
+                       ("scatter_index", scatter_index)):
+        if hook is not None:
+            setattr(rule, name, hook)
+    return rule
 
 
 NO_PARAMS = types.MappingProxyType({})   # the fast paths' parameters: none, shared, read-only

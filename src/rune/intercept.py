@@ -117,7 +117,10 @@ def ensure_installed():
                     for module in sorted(_watched):
                         _install_module(module)
                     _started[0] = True
-                    core.set_entry_hook(None)
+                for module in list(_deferred):
+                    _deferred.discard(module)
+                    _install_module(module, retry=True)
+                core.set_entry_hook(ensure_installed if _deferred else None)
                 break
             except KeyboardInterrupt as e:     # every step is idempotent: finish, then raise
                 pending = e
@@ -128,7 +131,10 @@ def ensure_installed():
             pending = None
 
 
-def _install_module(name, module=None):
+_deferred: set = set()     # modules whose after-import hooks met a circular import
+
+
+def _install_module(name, module=None, retry=False):
     """Run the after-import hooks of module ``name`` and install the entries registered for
     it, if it is imported (``module``: the module that has just run its code)."""
     if module is None:
@@ -140,8 +146,22 @@ def _install_module(name, module=None):
             return        # still running its own code: installed when it is done
     hooks = _AFTER_IMPORT.get(name)
     while hooks:              # one at a time: a hook cut short is run again by a retry
-        hooks[0]()
-        hooks.pop(0)
+        hook = hooks.pop(0)
+        try:
+            hook()
+        except ImportError:
+            hooks.insert(0, hook)
+            if retry:
+                raise
+            # ``module`` was imported by a rune module that is still initializing (the
+            # hook imports rune's surface, which needs that module): the next
+            # transformation to start runs the hook
+            _deferred.add(name)
+            core.set_entry_hook(ensure_installed)
+            break
+        except BaseException:
+            hooks.insert(0, hook)
+            raise
     for i, (m, attr, make_wrapper, only_there) in enumerate(_ENTRIES):   # (may grow: a
         if m == name and (i, id(module)) not in _done:                   #  hook registers)
             _install_entry(m, attr, make_wrapper, only_there)

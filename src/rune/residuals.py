@@ -92,7 +92,7 @@ class _Plan:
     per-argument declaration (a dict: argument index -> what that argument's rule reads)
     gives one plan per set of arguments with a derivative (``per``, ``sub``)."""
 
-    __slots__ = ("decl", "args", "shapes", "out", "gone", "nothing", "per", "sub", "masks",
+    __slots__ = ("decl", "args", "shapes", "out", "gone", "nothing", "per", "sub", "keep_masks",
                  "zeros", "gone_out", "pair", "stand_ins", "one")
 
     def __init__(self, prim, decl=False):
@@ -122,7 +122,7 @@ class _Plan:
             "is kept: declare \"out\")"
         self.gone_out.chunks = None
         self.nothing = self.args is False and not self.shapes
-        self.masks = {}
+        self.keep_masks = {}   # number of arguments -> which of them the tape keeps
         self.stand_ins = {}     # (position, shape, dtype) -> the Dropped shared by all nodes
         # two arguments, some kept whole, the others dropped with their shapes (x * 1.5
         # keeps the 1.5): the flags, for rune.reverse's fast path
@@ -195,7 +195,7 @@ def _plan(prim):
 def _kept_args(plan, vals, name):
     """The arguments as the tape keeps them: declared ones whole, the others dropped."""
     n = len(vals)
-    mask = plan.masks.get(n) or _keep_mask(plan, n)
+    mask = plan.keep_masks.get(n) or _keep_mask(plan, n)
     if not plan.shapes:
         g = plan.gone[1][0]
         return [v if k else g for v, k in zip(vals, mask)]
@@ -228,14 +228,14 @@ def _described(what):
 
 def _keep_mask(plan, n):
     """For ``n`` arguments, whether each is kept whole (made once per plan and arity)."""
-    mask = plan.masks.get(n)
+    mask = plan.keep_masks.get(n)
     if mask is None:
         keep = plan.args
         kept = set()
         for d in keep or ():
             kept.update(range(n)[d] if isinstance(d, slice) else (d % n,) if -n <= d < n
                         else ())
-        mask = plan.masks[n] = tuple(keep is True or i in kept for i in range(n))
+        mask = plan.keep_masks[n] = tuple(keep is True or i in kept for i in range(n))
     return mask
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core import Primitive, Tracer, bind
+from ..core import Primitive, Tracer, bind, vjp_rule
 from ..dispatch import register_ufunc
 from ._util import ndim, shape, weight_dtype
 
@@ -151,11 +151,9 @@ def elementwise(ufunc, *partials, name=None, uses=None, masks=False):
     * ``masks``: the partials are weights >= 0 and exactly 0 for the branch not taken
       (``maximum``: the loser's), which the engine then tracks as a structural zero.
     """
-    rules = tuple(None if d is None else _scale(d, len(partials)) for d in partials)
-    if masks:
-        for d, rule in zip(partials, rules):
-            if callable(d) and not isinstance(d, over):
-                rule.structural = _weighted_structural(d)
+    rules = tuple(None if d is None else vjp_rule(_scale(d, len(partials)), structural=(
+        _weighted_structural(d) if masks and callable(d) and not isinstance(d, over) else None))
+        for d in partials)
     if all(d is None or d is ONE or d is NEG for d in partials):
         residuals = ()
     else:
@@ -331,12 +329,13 @@ register_ufunc(np.fabs, absolute_p)
 conj_p = elementwise_primitive("conjugate", np.conjugate,
                                jvp=(lambda t, out, x: np.conj(t),),
                                vjp=(lambda ct, out, x: np.conj(ct),), residuals=(),
-                               ufunc=np.conjugate)
+                               elementwise=True, ufunc=np.conjugate)
 # np.real / np.imag are functions, not ufuncs: rune.numpy routes them here for complex x.
 real_p = elementwise_primitive("real", np.real, jvp=(lambda t, out, x: np.real(t),),
-                               vjp=(lambda ct, out, x: ct,), residuals=())
+                               vjp=(lambda ct, out, x: ct,), residuals=(), elementwise=True)
 imag_p = elementwise_primitive("imag", np.imag, jvp=(lambda t, out, x: np.imag(t),),
-                               vjp=(lambda ct, out, x: ct * -1j,), residuals=())
+                               vjp=(lambda ct, out, x: ct * -1j,), residuals=(),
+                               elementwise=True)
 
 # --------------------------------------------------------------------------
 # No derivative: comparisons, logic, rounding, bit operations, predicates
@@ -377,7 +376,7 @@ def _cast_impl(x, dtype):
 
 # To a float or complex dtype (differentiable), and to any other (no derivative).
 cast_p = Primitive("astype", _cast_impl, jvp=(lambda t, out, x, dtype: t,),
-                   vjp=(lambda ct, out, x, dtype: ct,), residuals=(),
+                   vjp=(lambda ct, out, x, dtype: ct,), residuals=(), elementwise=True,
                    batch=lambda args, bdims, dtype: (cast_p(args[0], dtype=dtype), bdims[0]))
 cast_nondiff_p = Primitive(
     "astype_nondiff", _cast_impl, nondiff=True,

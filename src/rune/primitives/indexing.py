@@ -30,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 from .backends import any_duck, as_backend, is_duck_array, lazy_apply, zeros_in_backend_of
-from ..core import Primitive, Tracer
+from ..core import Primitive, Tracer, vjp_rule
 from ..dispatch import NeedsPerExample
 from ._util import shape, ndim, to_front, broadcast_batch, batch_size
 
@@ -369,17 +369,11 @@ def _index_set_zero_mask(ct, mask, out, x, v, *arrays, template):
     return m
 
 
-_gather_vjp.zero_mask = _gather_zero_mask     # see rune.structural._structural
-
-
 def _gather_scatter_index(ct, out, x, *arrays, template):
     """Where :func:`_gather_vjp` puts ``ct`` when it is a basic index (no element selected
     twice), so that the engine adds it into the accumulated cotangent in place
     (``rune.structural._scatter``); None otherwise."""
     return None if arrays else build_index(template, arrays)
-
-
-_gather_vjp.scatter_index = _gather_scatter_index
 
 
 def _index_set_vjp_x(ct, out, x, v, *arrays, template):
@@ -390,12 +384,11 @@ def _index_set_vjp_x(ct, out, x, v, *arrays, template):
     return index_set_p(ct, np.zeros((), ct.dtype), *arrays, template=template)
 
 
-_index_set_vjp_x.zero_mask = _index_set_zero_mask
-
 gather_p = Primitive(
     "getitem", _gather_impl,
     jvp=(lambda t, out, x, *arrays, template: gather_p(t, *arrays, template=template),),
-    vjp=(_gather_vjp,),
+    vjp=(vjp_rule(_gather_vjp, zero_mask=_gather_zero_mask,
+                  scatter_index=_gather_scatter_index),),
     batch=_gather_batch, residuals=("shapes", slice(1, None)),   # x's shape, the indices
     masks=True)     # its VJP is zero outside the gathered elements
 
@@ -422,9 +415,6 @@ def _index_set_v_zero_mask(ct, mask, out, x, v, *arrays, template):
                                                 and type(mask) is not np.ndarray):
         return NotImplemented
     return None if mask is None else _value_ct(mask[template], v)
-
-
-_index_set_vjp_v_rule.zero_mask = _index_set_v_zero_mask
 
 
 def _index_set_vjp_v(ct, x, v, arrays, template):
@@ -454,7 +444,8 @@ index_set_p = Primitive(
                                                             template=template),
          lambda t, out, x, v, *arrays, template: index_set_p(
              _zeros_of(out, t.dtype, t), t, *arrays, template=template)),
-    vjp=(_index_set_vjp_x, _index_set_vjp_v_rule),
+    vjp=(vjp_rule(_index_set_vjp_x, zero_mask=_index_set_zero_mask),
+         vjp_rule(_index_set_vjp_v_rule, zero_mask=_index_set_v_zero_mask)),
     masks=True, residuals=("shapes", slice(2, None)),     # x's shape, v's rank, the indices
     batch=_update_batch(lambda: index_set_p))
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from .shape import broadcast_like, reshape_p
-from ..core import Primitive
+from ..core import Primitive, vjp_rule
 from ._util import shape, to_front, weight_dtype
 
 
@@ -81,12 +81,11 @@ def _extremum(name, fn):
             c = _expand_back(ct, x, axis, keepdims) * w
         return c, m
 
-    vjp.structural = structural
     method = getattr(np.ndarray, name)
 
     p = Primitive(name, lambda x, axis, keepdims: method(x, axis=axis, keepdims=keepdims)
                   if type(x) is np.ndarray else fn(x, axis=axis, keepdims=keepdims),
-                  jvp=(jvp,), vjp=(vjp,),
+                  jvp=(jvp,), vjp=(vjp_rule(vjp, structural=structural),),
                   batch=lambda args, bdims, axis, keepdims: _batch_axes(args, bdims, axis,
                                                                         keepdims, p),
                   residuals=("args", "out"),

@@ -65,7 +65,8 @@ scatter_add_p = Primitive(
              np.zeros(np.shape(out), t.dtype), t, idx, axis=axis)),
     vjp=(lambda ct, out, x, v, idx, axis: ct,
          lambda ct, out, x, v, idx, axis: np.take(ct, idx, axis=axis)),
-    batch=_scatter_add_batch, residuals=("args",))
+    batch=_scatter_add_batch, residuals=("args",),
+    layout=True)    # its VJP moves ct (x's) and gathers it (v's): no weights, no mixing
 
 
 def scatter_add(x, v, idx, axis=0):

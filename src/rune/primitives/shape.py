@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core import Primitive, Tracer
+from ..core import Primitive, Tracer, vjp_rule
 from .backends import broadcast_like_chunks, dask_chunks
 from ._util import shape, to_front, batch_size, broadcast_batch, per_argument
 
@@ -135,8 +135,7 @@ def _make_concatenate_vjp_rule(i):
         (the rule only moves ``ct``), without running it on an indicator."""
         return None if mask is None else mask[piece(xs, axis)]
 
-    rule.zero_mask = zero_mask      # see rune.structural._structural
-    return rule
+    return vjp_rule(rule, zero_mask=zero_mask)
 
 
 def _concatenate_batch(args, bdims, axis):
