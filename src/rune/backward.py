@@ -115,15 +115,12 @@ def backward(tape, seeds):
             if pos is not None and pos is not SAME_SHAPE:
                 accumulate(cts, pnode, pos, _fit(c, pnode.out[pos]))
                 continue
-            meta = pnode.meta
-            if meta is None:
-                meta = pnode
             if m is not None:
-                m = _fit_mask(m, c, meta.shape)
+                m = _fit_mask(m, c, pnode.shape)
             d = c.dtype
-            if (pos is None and c.shape != meta.shape) or (d is not meta.dtype
-                                                           and d != meta.dtype):
-                c = _fit(c, meta)
+            if (pos is None and c.shape != pnode.shape) or (d is not pnode.dtype
+                                                           and d != pnode.dtype):
+                c = _fit(c, pnode)
             prev = cts.get(pnode)
             if prev is None:
                 cts[pnode] = c

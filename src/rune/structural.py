@@ -67,16 +67,13 @@ def _scatter(cts, zeros, owned, pnode, ct, mask, idx):
     are structural zeros of this contribution, so the total keeps structural only what
     was structural before and is outside ``idx`` (or inside, and structural in ``ct``'s
     ``mask`` too).  False: not this case (the rule runs as usual)."""
-    meta = pnode.meta
-    if meta is None:
-        meta = pnode
-    if idx is None or ct.dtype != meta.dtype or type(meta.shape) is not tuple:
+    if idx is None or ct.dtype != pnode.dtype or type(pnode.shape) is not tuple:
         return False
     prev = cts.get(pnode)
     if prev is None:
-        total = np.zeros(meta.shape, ct.dtype)
+        total = np.zeros(pnode.shape, ct.dtype)
         total[idx] = ct
-        m = np.ones(meta.shape, bool)
+        m = np.ones(pnode.shape, bool)
         m[idx] = False if mask is None else mask
         if not none_set(m):
             zeros[pnode] = m

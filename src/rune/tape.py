@@ -24,20 +24,33 @@ __all__ = ["Node", "ReverseTracer", "ReverseTrace", "SAME_SHAPE", "NodeRule"]
 
 
 class Node:
-    """One recorded primitive application (or an input, with ``vjp`` None)."""
+    """One recorded primitive application (or an input, with ``vjp`` None).
 
-    __slots__ = ("vjp", "args", "params", "out", "parents", "meta", "zeros", "shape", "dtype")
+    ``out`` is what the rules read as the output: the output itself when the primitive's
+    residual plan keeps it, else a stand-in that raises when read (a tuple for several
+    results).  ``shape`` and ``dtype`` are the output's (a single output; None for several),
+    which the backward pass fits the cotangents to.
+    """
 
-    def __init__(self, vjp, args, params, out, parents, meta=None, zeros=0):
-        self.vjp = vjp          # tuple of per-argument rules, or None for an input
-        self.args = args        # the unwrapped arguments (residuals)
+    __slots__ = ("vjp", "args", "params", "out", "parents", "zeros", "shape", "dtype")
+
+    def __init__(self, vjp, args, params, out, parents, zeros, shape, dtype):
+        self.vjp = vjp          # tuple of per-argument rules, a whole-node rule, or None
+        self.args = args        # the unwrapped arguments the rules read (residuals)
         self.params = params
-        self.out = out          # the unwrapped output (a tuple for multiple results)
-        self.parents = parents  # tuple of (arg index, parent node, output position)
-        self.meta = out if meta is None else None if meta is False else meta   # what has
-        #   the output's shape and dtype (False, stored None: the node itself, its ``shape``
-        #   and ``dtype``, set by the trace)
+        self.out = out
+        self.parents = parents  # (arg index, parent node, output position) per traced arg
         self.zeros = zeros      # how structural zeros cross it: 0, ELEMENTWISE or MASKS
+        self.shape = shape
+        self.dtype = dtype
+
+
+def _shape_dtype(out):
+    """The shape and dtype of one output (an array, a traced value, a Python number)."""
+    try:
+        return out.shape, out.dtype
+    except AttributeError:
+        return (), np.result_type(out)
 
 
 class ReverseTracer(Tracer):
@@ -71,7 +84,7 @@ class ReverseTrace(Trace):
         return ReverseTracer(x, self, None)
 
     def new_input(self, x):
-        node = Node(None, (), None, x, ())
+        node = Node(None, (), None, x, (), 0, x.shape, x.dtype)
         self.tape.append(node)
         return ReverseTracer(x, self, node)
 
@@ -138,26 +151,16 @@ class ReverseTrace(Trace):
                     vals = [vals[0] if keep[0] else g, vals[1] if keep[1] else g]
                 else:
                     vals = _kept_args(plan, vals, prim.name)
-            if prim.multiple_results and not plan.out:
-                dropped = tuple(Dropped(o, prim.name, f"its output {k}")
-                                for k, o in enumerate(out))
-                node = Node(prim.vjp, vals, params, dropped, parents, dropped, plan.zeros)
-            elif type(out) is _ndarray and not plan.out:
-                # The output's shape and dtype go in the node itself (no object to make:
-                # W1's per-operation overhead); its rules see a stand-in without either.
-                # (Node(...) written out: no __init__ frame on every operation.)
-                node = _new(Node)
-                node.vjp = prim.vjp
-                node.args = vals
-                node.params = params
-                node.out = plan.gone_out
-                node.parents = parents
-                node.meta = None
-                node.zeros = plan.zeros
-                node.shape = out.shape
-                node.dtype = out.dtype
+            if prim.multiple_results:
+                kept = out if plan.out else tuple(Dropped(o, prim.name, f"its output {k}")
+                                                  for k, o in enumerate(out))
+                node = Node(prim.vjp, vals, params, kept, parents, plan.zeros, None, None)
+            elif type(out) is _ndarray:
+                node = Node(prim.vjp, vals, params, out if plan.out else plan.gone_out,
+                            parents, plan.zeros, out.shape, out.dtype)
             else:
-                node = _node_of(prim, plan, vals, params, out, parents)
+                node = Node(prim.vjp, vals, params, out if plan.out else plan.gone_out,
+                            parents, plan.zeros, *_shape_dtype(out))
             self.tape.append(node)
         if prim.multiple_results:
             return tuple(ReverseTracer(o, self, node, k) for k, o in enumerate(out))
@@ -204,26 +207,13 @@ class ReverseTrace(Trace):
             pos = SAME_SHAPE        # the output has x's shape, and so has x's cotangent
         parents = [(k, node_x, pos)]
         if type(out) is not _ndarray:
-            node = _node_of(prim, plan, vals, NO_PARAMS, out, parents)
+            node = Node(prim.vjp, vals, NO_PARAMS, out if plan.out else plan.gone_out,
+                        parents, plan.zeros, *_shape_dtype(out))
             self.tape.append(node)
             return ReverseTracer(out, self, node)
-        node = _new(Node)           # as in process
-        node.vjp = prim.vjp
-        node.args = vals
-        node.params = NO_PARAMS
-        if plan.out:
-            node.out = out
-            node.meta = out
-        else:
-            node.out = plan.gone_out
-            node.meta = None
-            # (x's shape, when it is the output's and x's node holds it: ndarray.shape
-            # builds a tuple every time)
-            node.shape = node_x.shape if pos is SAME_SHAPE and node_x.meta is None \
-                else out.shape
-            node.dtype = out.dtype
-        node.parents = parents
-        node.zeros = plan.zeros
+        # (x's shape, when it is the output's: ndarray.shape builds a tuple every time)
+        node = Node(prim.vjp, vals, NO_PARAMS, out if plan.out else plan.gone_out, parents,
+                    plan.zeros, node_x.shape if pos is SAME_SHAPE else out.shape, out.dtype)
         self.tape.append(node)
         t = _new(type(x) if pos is SAME_SHAPE else _ReverseArrayTracer if out.ndim
                  else ReverseTracer)
@@ -251,7 +241,7 @@ class ReverseTrace(Trace):
         name = getattr(call, "name", None) or type(call).__name__
         metas = tuple(Dropped(outs[k], name, f"its output {k}") for k in diff_pos)
         node = Node(NodeRule(pull, keys, diff_pos, len(outs)), (), None, metas,
-                    tuple(parents), metas)
+                    tuple(parents), 0, None, None)
         self.tape.append(node)
         for j, k in enumerate(diff_pos):
             outs[k] = ReverseTracer(outs[k], self, node, j)
@@ -264,21 +254,6 @@ class ReverseTrace(Trace):
 # shape too (the rule's result is broadcast from the node's cotangent and the arguments)
 # and the backward pass checks only its dtype.
 SAME_SHAPE = False
-
-
-def _node_of(prim, plan, vals, params, out, parents):
-    """The node of one output ``out`` (kept when the plan says so; otherwise its shape and
-    dtype, or for a Python scalar a stand-in that says it was dropped)."""
-    if plan.out:
-        return Node(prim.vjp, vals, params, out, parents, None, plan.zeros)
-    node = Node(prim.vjp, vals, params, plan.gone_out, parents, None, plan.zeros)
-    try:
-        node.shape = out.shape
-        node.dtype = out.dtype
-        node.meta = None
-    except AttributeError:          # a Python scalar
-        node.meta = Dropped(out, prim.name, "its output")
-    return node
 
 
 # --------------------------------------------------------------------------
