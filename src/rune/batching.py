@@ -337,7 +337,6 @@ def vmap(f: Callable[P, Any], in_axes: AxisSpec = 0, out_axes: AxisSpec = 0,
     >>> rune.vmap(lambda x, y: x @ y, in_axes=(0, None))(np.ones((3, 2)), np.ones(2))
     array([2., 2., 2.])
     """
-    fn_name = getattr(f, "__name__", "f")
     if chunk_size is not None and (not isinstance(chunk_size, int) or isinstance(
             chunk_size, bool) or chunk_size < 1):
         raise ValueError(f"vmap chunk_size must be a positive int or None, got {chunk_size!r}")
@@ -351,223 +350,245 @@ def vmap(f: Callable[P, Any], in_axes: AxisSpec = 0, out_axes: AxisSpec = 0,
         axis_size = int(axis_size)
     _check_axes_tree(in_axes, "in_axes")
     _check_axes_tree(out_axes, "out_axes")
+    spec = _Spec(f, in_axes, out_axes, axis_size, strict, chunk_size)
 
     def vmapped(*args, **kwargs):
-        if kwargs:   # keyword arguments are mapped over their axis 0, as in JAX
-            names = list(kwargs)
-            n = len(args)
-            axes = in_axes if isinstance(in_axes, (tuple, list)) else (in_axes,) * n
-            if len(axes) != n:
-                raise ValueError(f"vmap in_axes has {len(axes)} entries but {fn_name} was "
-                                 f"called with {n} positional argument(s)")
-            g = lambda *a: f(*a[:n], **dict(zip(names, a[n:])))   # noqa: E731
-            g.__name__ = fn_name
-            return vmap(g, tuple(axes) + (0,) * len(names), out_axes, axis_size, strict,
-                        chunk_size)(*args, *kwargs.values())
-        leaves, in_tree = tree_util.flatten(args)
-        for k, x in enumerate(leaves):    # masked, labelled and object arrays refused
-            if foreign_message(x) is not None:
-                check_leaves([x], tree_util.structure(0), tree_util.leaf_paths(
-                    in_tree, "args")[k], f"vmap({fn_name})")
-        if isinstance(in_axes, list):
-            axes_prefix = tuple(in_axes)
-        else:
-            axes_prefix = in_axes
-        if _is_axis_leaf(axes_prefix):
-            axes = [axes_prefix] * len(leaves)
-        else:
-            if isinstance(axes_prefix, tuple) and len(axes_prefix) != len(args):
-                raise ValueError(f"vmap in_axes has {len(axes_prefix)} entries but "
-                                 f"{fn_name} was called with {len(args)} positional "
-                                 f"argument(s)")
-            axes = tree_util.broadcast_prefix(axes_prefix, args, _is_axis_leaf, "args",
-                                              "vmap in_axes")
-        paths = None
-        sizes = []
-        norm_axes = []
-        for k, (x, ax) in enumerate(zip(leaves, axes)):
-            if ax is None:
-                norm_axes.append(None)
-                continue
-            if not isinstance(ax, int):
-                raise ValueError(f"vmap in_axes entries must be int or None, got {ax!r}")
-            if not (isinstance(x, (np.ndarray, np.generic, Tracer))
-                    or isinstance(x, (float, int, complex)) or is_duck_array(x)):
-                paths = paths or tree_util.leaf_paths(in_tree, "args")
-                raise ValueError(f"vmap cannot map over {paths[k]}: it is a "
-                                 f"{type(x).__name__}, not an array")
-            shape = _leaf_shape(x)
-            nd = len(shape)
-            if not -nd <= ax < nd:
-                paths = paths or tree_util.leaf_paths(in_tree, "args")
-                raise ValueError(f"vmap in_axes={ax} is out of range for {paths[k]}, which "
-                                 f"has rank {nd} (shape {tuple(shape)})")
-            ax = ax % nd
-            norm_axes.append(ax)
-            sizes.append((k, shape[ax]))
-        size = axis_size
-        if sizes:
-            distinct = {s for _, s in sizes}
-            if len(distinct) > 1 or (axis_size is not None and axis_size not in distinct):
-                paths = paths or tree_util.leaf_paths(in_tree, "args")
-                listing = ", ".join(f"{paths[k]} has size {s}" for k, s in sizes)
-                extra = f" (axis_size={axis_size})" if axis_size is not None else ""
-                raise ValueError(f"vmap got inconsistent batch sizes along the mapped "
-                                 f"axes{extra}: {listing}")
-            size = sizes[0][1]
-        elif axis_size is None:
-            raise ValueError("vmap needs at least one mapped argument (in_axes not None) "
-                             "or an explicit axis_size")
-        if chunk_size is not None and size > chunk_size:
-            return _chunked(leaves, in_tree, norm_axes, size)
-        try:
-            with new_trace(BatchTrace, size, strict, fn_name) as trace:
-                # Unmapped arrays are wrapped too (not batched), so that a function writing
-                # into one (x[0] = 5) updates a traced copy, never the caller's array.
-                inputs = [BatchTracer(x, ax, trace)
-                          if ax is not None or type(x) is np.ndarray else x
-                          for x, ax in zip(leaves, norm_axes)]
-                result = f(*tree_util.unflatten(in_tree, inputs))
-                if trace.branched is not None:      # the signal was caught by user code
-                    raise trace.branched
-                out_leaves, out_tree = tree_util.flatten(result)
-                check_leaves(out_leaves, out_tree, "out", f"vmap({fn_name})")
-                placed = _place_outputs(out_leaves, out_tree, trace, size)
-            return tree_util.unflatten(out_tree, unalias(placed, leaves))
-        except _BatchedBranch as e:
-            if e.trace is not trace:
-                raise
-            e = trace.branched or e
-            what = e.what
-            cause = (f"uses {what}" if e.data_dependent else
-                     f"uses Python control flow ({what}) on a value batched by vmap")
-        if strict:
-            raise BatchedControlFlowError(
-                f"{fn_name} {cause}; "
-                f"with strict=True vmap refuses to run it once per example. Write the "
-                f"branch with np.where(cond, a, b) (or np.select/np.clip) so it applies "
-                f"to the whole batch")
-        warn_once(("vmap-branch", _function_key(f)),
-                  f"{fn_name} {cause}, "
-                  f"so vmap runs it once per example and stacks the results; write the "
-                  f"branch with np.where(cond, a, b) to keep it vectorized")
-        return _per_example(f, leaves, in_tree, norm_axes, size)
+        return _call(spec, args, kwargs)
 
-    def _place_outputs(out_leaves, out_tree, trace, size):
-        if _is_axis_leaf(out_axes):
-            oaxes = [out_axes] * len(out_leaves)
-        else:
-            oaxes = tree_util.broadcast_prefix(
-                out_axes, tree_util.unflatten(out_tree, out_leaves), _is_axis_leaf,
-                "out", "vmap out_axes", of="output")
-        outs = []
-        for k, (o, oa) in enumerate(zip(out_leaves, oaxes)):
-            if isinstance(o, BatchTracer) and o._trace is trace:
-                val, bdim = o._val, o._bdim
-            else:
-                val, bdim = o, None
-            if oa is None:
-                if bdim is not None:
-                    path = tree_util.leaf_paths(out_tree, "out")[k]
-                    raise ValueError(f"vmap out_axes is None for {path}, but that output "
-                                     f"depends on the mapped inputs")
-                outs.append(val)
-                continue
-            if isinstance(val, (int, float, complex, bool)):
-                val = np.asarray(val)
-            nd = len(_leaf_shape(val)) - (0 if bdim is None else 1) + 1
-            if not -nd <= oa < nd:
-                path = tree_util.leaf_paths(out_tree, "out")[k]
-                raise ValueError(f"vmap out_axes={oa} is out of range for {path}, which has "
-                                 f"rank {nd} with the batch axis")
-            oa = oa % nd
-            moved = moveaxis_to(val, bdim, oa, size)
-            if bdim is None and isinstance(moved, np.ndarray):
-                moved = np.array(moved)     # a real array, not a read-only broadcast view
-            outs.append(moved)
-        return outs
-
-    def _per_example(f, leaves, in_tree, norm_axes, size):
-        if size == 0:
-            return _empty_batch(f, leaves, in_tree, norm_axes)
-        results = []
-        for i in range(size):
-            # each example gets its own arrays: a function writing into one must not
-            # change the caller's (a view) or the next example's input
-            ex = [x if ax is None else _index_axis(x, ax, i) for x, ax in zip(leaves, norm_axes)]
-            ex = [e.copy() if type(e) is np.ndarray else e for e in ex]
-            results.append(f(*tree_util.unflatten(in_tree, ex)))
-        flat = [tree_util.flatten(r) for r in results]
-        for lv, td in flat:
-            check_leaves(lv, td, "out", f"vmap({fn_name})")
-        out_tree = flat[0][1]
-        for _, td in flat[1:]:
-            tree_util.check_same(out_tree, td, "out",
-                                 "the outputs of different examples (per-example fallback)")
-        n = len(flat[0][0])
-        if _is_axis_leaf(out_axes):
-            oaxes = [out_axes] * n
-        else:
-            oaxes = tree_util.broadcast_prefix(out_axes, results[0], _is_axis_leaf, "out",
-                                               "vmap out_axes", of="output")
-        outs = []
-        for j in range(n):
-            col = [fl[0][j] for fl in flat]
-            oa = oaxes[j]
-            if oa is None:
-                outs.append(col[0])
-            else:
-                outs.append(np.stack(col, axis=oa))
-        return tree_util.unflatten(out_tree, unalias(outs, leaves))
-
-    def _chunked(leaves, in_tree, norm_axes, size):
-        """``chunk_size`` examples at a time (bounded memory, as torch.func's chunk_size),
-        the results concatenated along each output's batch axis."""
-        outs = []
-        axes_tree = tree_util.unflatten(in_tree, norm_axes)
-        for start in range(0, size, chunk_size):
-            part = [x if ax is None else _slice_axis(x, ax, start, start + chunk_size)
-                    for x, ax in zip(leaves, norm_axes)]
-            outs.append(vmap(f, axes_tree, out_axes, strict=strict)(
-                *tree_util.unflatten(in_tree, part)))
-        out_leaves, out_tree = tree_util.flatten(outs[0])
-        if _is_axis_leaf(out_axes):
-            oaxes = [out_axes] * len(out_leaves)
-        else:
-            oaxes = tree_util.broadcast_prefix(out_axes, outs[0], _is_axis_leaf, "out",
-                                               "vmap out_axes")
-        cols = zip(*[tree_util.leaves(o) for o in outs])
-        return tree_util.unflatten(out_tree, [
-            col[0] if oa is None else np.concatenate(col, axis=oa)
-            for col, oa in zip(cols, oaxes)])
-
-    def _empty_batch(f, leaves, in_tree, norm_axes):
-        """An empty batch has no example to run: run one of zeros for the output's
-        structure, shapes and dtypes, and return empty stacks of them."""
-        ex = [x if ax is None else np.zeros(np.delete(np.shape(x), ax), np.asarray(x).dtype)
-              for x, ax in zip(leaves, norm_axes)]
-        try:
-            out = f(*tree_util.unflatten(in_tree, ex))
-        except Exception as e:
-            raise ValueError(
-                f"vmap over an empty batch had to run {fn_name} once per example (it "
-                f"branches on batched values) and so ran it on one example of zeros to "
-                f"learn its output's shape, which failed: {e!r}") from e
-        out_leaves, out_tree = tree_util.flatten(out)
-        if _is_axis_leaf(out_axes):
-            oaxes = [out_axes] * len(out_leaves)
-        else:
-            oaxes = tree_util.broadcast_prefix(out_axes, out, _is_axis_leaf, "out",
-                                               "vmap out_axes")
-        outs = [o if oa is None else
-                np.moveaxis(np.zeros((0,) + np.shape(o), np.asarray(o).dtype), 0, oa)
-                for o, oa in zip(out_leaves, oaxes)]
-        return tree_util.unflatten(out_tree, outs)
-
-    vmapped.__name__ = f"vmap({fn_name})"
+    vmapped.__name__ = f"vmap({spec.name})"
     vmapped.__qualname__ = vmapped.__name__
     vmapped.__wrapped__ = f  # type: ignore[attr-defined]
     return vmapped
+
+
+class _Spec:
+    """What ``vmap(f, ...)`` was given (the vmapped function's state)."""
+
+    __slots__ = ("f", "in_axes", "out_axes", "axis_size", "strict", "chunk_size", "name")
+
+    def __init__(self, f, in_axes, out_axes, axis_size, strict, chunk_size):
+        self.f, self.in_axes, self.out_axes = f, in_axes, out_axes
+        self.axis_size, self.strict, self.chunk_size = axis_size, strict, chunk_size
+        self.name = getattr(f, "__name__", "f")
+
+
+def _call(spec, args, kwargs):
+    """One call of the vmapped function: check the axes and sizes, run ``f`` once on the
+    batch (or per example, or per chunk), place the outputs' batch axes."""
+    f, fn_name = spec.f, spec.name
+    if kwargs:   # keyword arguments are mapped over their axis 0, as in JAX
+        names = list(kwargs)
+        n = len(args)
+        axes = spec.in_axes if isinstance(spec.in_axes, (tuple, list)) else (spec.in_axes,) * n
+        if len(axes) != n:
+            raise ValueError(f"vmap in_axes has {len(axes)} entries but {fn_name} was "
+                             f"called with {n} positional argument(s)")
+        g = lambda *a: f(*a[:n], **dict(zip(names, a[n:])))   # noqa: E731
+        g.__name__ = fn_name
+        return vmap(g, tuple(axes) + (0,) * len(names), spec.out_axes, spec.axis_size,
+                    spec.strict, spec.chunk_size)(*args, *kwargs.values())
+    leaves, in_tree = tree_util.flatten(args)
+    for k, x in enumerate(leaves):    # masked, labelled and object arrays refused
+        if foreign_message(x) is not None:
+            check_leaves([x], tree_util.structure(0), tree_util.leaf_paths(
+                in_tree, "args")[k], f"vmap({fn_name})")
+    norm_axes, size = _batch_axes_and_size(spec, args, leaves, in_tree)
+    if spec.chunk_size is not None and size > spec.chunk_size:
+        return _chunked(spec, leaves, in_tree, norm_axes, size)
+    try:
+        with new_trace(BatchTrace, size, spec.strict, fn_name) as trace:
+            # Unmapped arrays are wrapped too (not batched), so that a function writing
+            # into one (x[0] = 5) updates a traced copy, never the caller's array.
+            inputs = [BatchTracer(x, ax, trace)
+                      if ax is not None or type(x) is np.ndarray else x
+                      for x, ax in zip(leaves, norm_axes)]
+            result = f(*tree_util.unflatten(in_tree, inputs))
+            if trace.branched is not None:      # the signal was caught by user code
+                raise trace.branched
+            out_leaves, out_tree = tree_util.flatten(result)
+            check_leaves(out_leaves, out_tree, "out", f"vmap({fn_name})")
+            placed = _place_outputs(spec, out_leaves, out_tree, trace, size)
+        return tree_util.unflatten(out_tree, unalias(placed, leaves))
+    except _BatchedBranch as e:
+        if e.trace is not trace:
+            raise
+        e = trace.branched or e
+        what = e.what
+        cause = (f"uses {what}" if e.data_dependent else
+                 f"uses Python control flow ({what}) on a value batched by vmap")
+    if spec.strict:
+        raise BatchedControlFlowError(
+            f"{fn_name} {cause}; "
+            f"with strict=True vmap refuses to run it once per example. Write the "
+            f"branch with np.where(cond, a, b) (or np.select/np.clip) so it applies "
+            f"to the whole batch")
+    warn_once(("vmap-branch", _function_key(f)),
+              f"{fn_name} {cause}, "
+              f"so vmap runs it once per example and stacks the results; write the "
+              f"branch with np.where(cond, a, b) to keep it vectorized")
+    return _per_example(spec, leaves, in_tree, norm_axes, size)
+
+
+def _batch_axes_and_size(spec, args, leaves, in_tree):
+    """Each leaf's batch axis (normalized, None: not mapped) and the batch size, with
+    errors that name the argument's leaf path."""
+    fn_name, in_axes, axis_size = spec.name, spec.in_axes, spec.axis_size
+    axes_prefix = tuple(in_axes) if isinstance(in_axes, list) else in_axes
+    if _is_axis_leaf(axes_prefix):
+        axes = [axes_prefix] * len(leaves)
+    else:
+        if isinstance(axes_prefix, tuple) and len(axes_prefix) != len(args):
+            raise ValueError(f"vmap in_axes has {len(axes_prefix)} entries but "
+                             f"{fn_name} was called with {len(args)} positional "
+                             f"argument(s)")
+        axes = tree_util.broadcast_prefix(axes_prefix, args, _is_axis_leaf, "args",
+                                          "vmap in_axes")
+    paths = None
+    sizes = []
+    norm_axes = []
+    for k, (x, ax) in enumerate(zip(leaves, axes)):
+        if ax is None:
+            norm_axes.append(None)
+            continue
+        if not isinstance(ax, int):
+            raise ValueError(f"vmap in_axes entries must be int or None, got {ax!r}")
+        if not (isinstance(x, (np.ndarray, np.generic, Tracer))
+                or isinstance(x, (float, int, complex)) or is_duck_array(x)):
+            paths = paths or tree_util.leaf_paths(in_tree, "args")
+            raise ValueError(f"vmap cannot map over {paths[k]}: it is a "
+                             f"{type(x).__name__}, not an array")
+        shape = _leaf_shape(x)
+        nd = len(shape)
+        if not -nd <= ax < nd:
+            paths = paths or tree_util.leaf_paths(in_tree, "args")
+            raise ValueError(f"vmap in_axes={ax} is out of range for {paths[k]}, which "
+                             f"has rank {nd} (shape {tuple(shape)})")
+        ax = ax % nd
+        norm_axes.append(ax)
+        sizes.append((k, shape[ax]))
+    size = axis_size
+    if sizes:
+        distinct = {s for _, s in sizes}
+        if len(distinct) > 1 or (axis_size is not None and axis_size not in distinct):
+            paths = paths or tree_util.leaf_paths(in_tree, "args")
+            listing = ", ".join(f"{paths[k]} has size {s}" for k, s in sizes)
+            extra = f" (axis_size={axis_size})" if axis_size is not None else ""
+            raise ValueError(f"vmap got inconsistent batch sizes along the mapped "
+                             f"axes{extra}: {listing}")
+        size = sizes[0][1]
+    elif axis_size is None:
+        raise ValueError("vmap needs at least one mapped argument (in_axes not None) "
+                         "or an explicit axis_size")
+    return norm_axes, size
+
+
+def _out_axes_of(spec, n, out, of=None):
+    """The batch axis of each of the ``n`` output leaves of ``out`` (``out_axes`` spread
+    over the output's tree)."""
+    if _is_axis_leaf(spec.out_axes):
+        return [spec.out_axes] * n
+    extra = {} if of is None else {"of": of}
+    return tree_util.broadcast_prefix(spec.out_axes, out, _is_axis_leaf, "out",
+                                      "vmap out_axes", **extra)
+
+
+def _place_outputs(spec, out_leaves, out_tree, trace, size):
+    oaxes = _out_axes_of(spec, len(out_leaves), tree_util.unflatten(out_tree, out_leaves),
+                         of="output")
+    outs = []
+    for k, (o, oa) in enumerate(zip(out_leaves, oaxes)):
+        if isinstance(o, BatchTracer) and o._trace is trace:
+            val, bdim = o._val, o._bdim
+        else:
+            val, bdim = o, None
+        if oa is None:
+            if bdim is not None:
+                path = tree_util.leaf_paths(out_tree, "out")[k]
+                raise ValueError(f"vmap out_axes is None for {path}, but that output "
+                                 f"depends on the mapped inputs")
+            outs.append(val)
+            continue
+        if isinstance(val, (int, float, complex, bool)):
+            val = np.asarray(val)
+        nd = len(_leaf_shape(val)) - (0 if bdim is None else 1) + 1
+        if not -nd <= oa < nd:
+            path = tree_util.leaf_paths(out_tree, "out")[k]
+            raise ValueError(f"vmap out_axes={oa} is out of range for {path}, which has "
+                             f"rank {nd} with the batch axis")
+        oa = oa % nd
+        moved = moveaxis_to(val, bdim, oa, size)
+        if bdim is None and isinstance(moved, np.ndarray):
+            moved = np.array(moved)     # a real array, not a read-only broadcast view
+        outs.append(moved)
+    return outs
+
+
+def _per_example(spec, leaves, in_tree, norm_axes, size):
+    """The fallback: ``f`` once per example, the results stacked."""
+    if size == 0:
+        return _empty_batch(spec, leaves, in_tree, norm_axes)
+    f = spec.f
+    results = []
+    for i in range(size):
+        # each example gets its own arrays: a function writing into one must not
+        # change the caller's (a view) or the next example's input
+        ex = [x if ax is None else _index_axis(x, ax, i) for x, ax in zip(leaves, norm_axes)]
+        ex = [e.copy() if type(e) is np.ndarray else e for e in ex]
+        results.append(f(*tree_util.unflatten(in_tree, ex)))
+    flat = [tree_util.flatten(r) for r in results]
+    for lv, td in flat:
+        check_leaves(lv, td, "out", f"vmap({spec.name})")
+    out_tree = flat[0][1]
+    for _, td in flat[1:]:
+        tree_util.check_same(out_tree, td, "out",
+                             "the outputs of different examples (per-example fallback)")
+    n = len(flat[0][0])
+    oaxes = _out_axes_of(spec, n, results[0], of="output")
+    outs = []
+    for j in range(n):
+        col = [fl[0][j] for fl in flat]
+        oa = oaxes[j]
+        outs.append(col[0] if oa is None else np.stack(col, axis=oa))
+    return tree_util.unflatten(out_tree, unalias(outs, leaves))
+
+
+def _chunked(spec, leaves, in_tree, norm_axes, size):
+    """``chunk_size`` examples at a time (bounded memory, as torch.func's chunk_size),
+    the results concatenated along each output's batch axis."""
+    outs = []
+    axes_tree = tree_util.unflatten(in_tree, norm_axes)
+    step = spec.chunk_size
+    for start in range(0, size, step):
+        part = [x if ax is None else _slice_axis(x, ax, start, start + step)
+                for x, ax in zip(leaves, norm_axes)]
+        outs.append(vmap(spec.f, axes_tree, spec.out_axes, strict=spec.strict)(
+            *tree_util.unflatten(in_tree, part)))
+    out_leaves, out_tree = tree_util.flatten(outs[0])
+    oaxes = _out_axes_of(spec, len(out_leaves), outs[0])
+    cols = zip(*[tree_util.leaves(o) for o in outs])
+    return tree_util.unflatten(out_tree, [
+        col[0] if oa is None else np.concatenate(col, axis=oa)
+        for col, oa in zip(cols, oaxes)])
+
+
+def _empty_batch(spec, leaves, in_tree, norm_axes):
+    """An empty batch has no example to run: run one of zeros for the output's
+    structure, shapes and dtypes, and return empty stacks of them."""
+    ex = [x if ax is None else np.zeros(np.delete(np.shape(x), ax), np.asarray(x).dtype)
+          for x, ax in zip(leaves, norm_axes)]
+    try:
+        out = spec.f(*tree_util.unflatten(in_tree, ex))
+    except Exception as e:
+        raise ValueError(
+            f"vmap over an empty batch had to run {spec.name} once per example (it "
+            f"branches on batched values) and so ran it on one example of zeros to "
+            f"learn its output's shape, which failed: {e!r}") from e
+    out_leaves, out_tree = tree_util.flatten(out)
+    oaxes = _out_axes_of(spec, len(out_leaves), out)
+    outs = [o if oa is None else
+            np.moveaxis(np.zeros((0,) + np.shape(o), np.asarray(o).dtype), 0, oa)
+            for o, oa in zip(out_leaves, oaxes)]
+    return tree_util.unflatten(out_tree, outs)
 
 
 def vmap_flat(fun, in_axes, size, strict, name):
