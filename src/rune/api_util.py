@@ -84,11 +84,7 @@ def foreign_message(x):
     return None
 
 
-def shape_of(x):
-    """The shape of any leaf as a tuple (a traced value's per-example shape under vmap)."""
-    if isinstance(x, (Tracer, np.ndarray, np.generic)):
-        return tuple(x.shape)
-    return np.shape(x)
+from .primitives._util import shape as shape_of  # noqa: E402  (the one shape helper)
 
 
 def dtype_of(x):

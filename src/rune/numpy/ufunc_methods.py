@@ -50,8 +50,7 @@ def _name(ufunc):
     return public_name(ufunc) or f"np.{ufunc.__name__}"
 
 
-def _shape(x):
-    return tuple(x.shape) if isinstance(x, Tracer) else np.shape(x)
+from ..primitives._util import shape as _shape  # noqa: E402  (the one shape helper)
 
 
 def _operand(x):

@@ -21,7 +21,8 @@ def ndim(x):
 
 
 def shape(x):
-    """Shape of an array, tracer or Python scalar."""
+    """The shape of an array, a traced value (its per-example shape under vmap), a Dask
+    array or a Python number: the one shape helper of every layer above the core."""
     s = getattr(x, "shape", None)
     return np.shape(x) if s is None else s
 

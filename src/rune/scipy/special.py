@@ -39,8 +39,7 @@ def _traced(args, kwargs):
     return any(True for _ in _iter_tracers((args, kwargs)))
 
 
-def _shape(x):
-    return x.shape if isinstance(x, Tracer) else np.shape(x)
+from ..primitives._util import shape as _shape  # noqa: E402  (the one shape helper)
 
 
 def _normalize_axis(axis, nd):
