@@ -1,9 +1,11 @@
-"""The docs list every supported NumPy function, and the README's examples run."""
+"""The docs list every supported NumPy function, the quick start runs, and the worked
+examples of docs/design.md (how to extend rune) run as written."""
 
 import pathlib
 import runpy
 
 import numpy as np
+import pytest
 
 from rune.dispatch import FUNCTIONS, UFUNCS
 from rune.numpy_api import _func_name
@@ -48,3 +50,25 @@ def test_core_stays_small():
     for name, limit in budget.items():
         n = len((src / name).read_text().splitlines())
         assert n <= limit, f"{name} has {n} lines, over its budget of {limit}"
+
+
+def _design_examples():
+    import re
+    text = (ROOT / "docs" / "design.md").read_text()
+    section = text[text.index("## Extending rune"):]
+    section = section[:section.index("\n## ", 1)]
+    return re.findall(r"```python\n(.*?)```", section, re.S)
+
+
+def test_design_md_has_its_four_worked_examples():
+    assert len(_design_examples()) == 4
+
+
+@pytest.mark.parametrize("k", range(4), ids=["primitive", "numpy function", "scipy function",
+                                             "transformation"])
+def test_design_md_worked_example_runs(k):
+    import sys
+    try:
+        exec(compile(_design_examples()[k], f"docs/design.md example {k + 1}", "exec"), {})
+    finally:
+        sys.modules.pop("my_scipy_like", None)

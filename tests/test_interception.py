@@ -144,12 +144,19 @@ def test_scipy_functions_keep_identity_signature_and_source():
     import scipy.stats  # noqa: F401
     rune.grad(lambda x: x * 2)(1.0)
     swapped = [f for f in gc.get_objects() if type(f).__name__ == "function"
-               and getattr(f, "_rune_original", None) is not None]
+               and getattr(f, "_rune_original", None) is not None
+               and f.__module__.split(".")[0] in ("scipy", "numpy")]
     assert len(swapped) > 20
     for f in swapped:
         orig = f._rune_original
         assert inspect.signature(f) == inspect.signature(orig), f.__qualname__
-        assert inspect.getsource(f) == inspect.getsource(orig), f.__qualname__
+        try:
+            source = inspect.getsource(orig)
+        except OSError:        # a function made by exec (the docs' worked example): none
+            with pytest.raises(OSError):
+                inspect.getsource(f)
+        else:
+            assert inspect.getsource(f) == source, f.__qualname__
         assert f.__code__.co_filename == orig.__code__.co_filename
         if "." not in f.__qualname__ and "<" not in f.__qualname__:
             assert pickle.loads(pickle.dumps(f)) is f
