@@ -15,7 +15,7 @@ from .primitives.reductions import sum_p
 from .primitives.shape import reshape_p
 from .residuals import ELEMENTWISE, MASKS, Dropped, none_set  # noqa: F401
 from .structural import _scatter, _structural
-from .tape import SAME_SHAPE, ReverseTracer
+from .tape import ReverseTracer
 
 _ndarray = np.ndarray
 __all__ = ["backward", "accumulate", "unbroadcast", "seed_outputs"]
@@ -112,7 +112,7 @@ def backward(tape, seeds):
                     c = rule(ct, out, *args)
             if c is None:
                 continue
-            if pos is not None and pos is not SAME_SHAPE:
+            if pos is not None:
                 accumulate(cts, pnode, pos, _fit(c, pnode.out[pos]))
                 continue
             if m is not None:

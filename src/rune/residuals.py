@@ -138,24 +138,21 @@ class _Plan:
         return self.args, self.shapes, self.out
 
     def one_traced(self, prim, j):
-        """``(plan, keep first, keep second, k, same)`` for rune.reverse's fast path ``j``:
-        of one argument (``j`` 0) or two (``j`` 1, 2), only the ``k``-th has a derivative
-        and the others are plain; the plan for that case, whether each argument is kept
-        whole (the others dropped without their shapes), and whether the primitive is
-        elementwise (then a traced argument of the output's shape gets a cotangent of that
-        shape from its rule, see rune.tape.SAME_SHAPE).  False when the general path
-        must take it (the tape keeps a dropped argument's shape; no derivative at all;
-        several results)."""
+        """``(plan, keep first, keep second, k)`` for rune.tape's fast path ``j``: of one
+        argument (``j`` 0) or two (``j`` 1, 2), only the ``k``-th has a derivative and the
+        others are plain; the plan for that case and whether each argument is kept whole
+        (the others dropped without their shapes).  False when the general path must take
+        it (the tape keeps a dropped argument's shape; no derivative at all; several
+        results)."""
         n, k = (1, 0) if j == 0 else (2, j - 1)
         plan = self.for_parents(prim, ((k, None, None),)) if self.per is not None else self
-        same = bool(prim.elementwise)
         if plan.shapes or prim.nondiff or prim.multiple_results:
             one = False
         elif plan.args is True:
-            one = (plan, True, True, k, same)
+            one = (plan, True, True, k)
         else:
             mask = _keep_mask(plan, n) + (False,)
-            one = (plan, mask[0], mask[1], k, same)
+            one = (plan, mask[0], mask[1], k)
         self.one[j] = one
         return one
 

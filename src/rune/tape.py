@@ -20,7 +20,7 @@ from .core import NO_PARAMS, Trace, Tracer, bind, rank, tracer_class_pair
 from .residuals import Dropped, _kept_args, _new, _plan
 
 _ndarray = np.ndarray
-__all__ = ["Node", "ReverseTracer", "ReverseTrace", "SAME_SHAPE", "NodeRule"]
+__all__ = ["Node", "ReverseTracer", "ReverseTrace", "NodeRule"]
 
 
 class Node:
@@ -188,7 +188,7 @@ class ReverseTrace(Trace):
                 one = plan.one_traced(prim, j)
             if one is False:       # e.g. the tape keeps a dropped argument's shape
                 return self.process(prim, args, NO_PARAMS)
-        plan, keep0, keep1, k, same = one
+        plan, keep0, keep1, k = one
         v = x._val
         pos = x._pos
         if j == 0:
@@ -202,21 +202,16 @@ class ReverseTrace(Trace):
                 vals = [v if keep0 else g, c if keep1 else g]
             else:
                 vals = [c if keep0 else g, v if keep1 else g]
-            same = same and (type(c) is float or type(c) is int)
-        if same and pos is None:    # an elementwise primitive of x alone (and a number):
-            pos = SAME_SHAPE        # the output has x's shape, and so has x's cotangent
         parents = [(k, node_x, pos)]
         if type(out) is not _ndarray:
             node = Node(prim.vjp, vals, NO_PARAMS, out if plan.out else plan.gone_out,
                         parents, plan.zeros, *_shape_dtype(out))
             self.tape.append(node)
             return ReverseTracer(out, self, node)
-        # (x's shape, when it is the output's: ndarray.shape builds a tuple every time)
         node = Node(prim.vjp, vals, NO_PARAMS, out if plan.out else plan.gone_out, parents,
-                    plan.zeros, node_x.shape if pos is SAME_SHAPE else out.shape, out.dtype)
+                    plan.zeros, out.shape, out.dtype)
         self.tape.append(node)
-        t = _new(type(x) if pos is SAME_SHAPE else _ReverseArrayTracer if out.ndim
-                 else ReverseTracer)
+        t = _new(_ReverseArrayTracer if out.ndim else ReverseTracer)
         t._val = out
         t._trace = self
         t._node = node
@@ -246,14 +241,6 @@ class ReverseTrace(Trace):
         for j, k in enumerate(diff_pos):
             outs[k] = ReverseTracer(outs[k], self, node, j)
         return tuple(outs)
-
-
-# A parent's position (``Node.parents``) that says more than None: the parent has one
-# output, of the node's output shape, and the node is elementwise in it alone (np.sin(x),
-# x * 1.5; set by ReverseTrace.process_one), so the cotangent its rule gives has that
-# shape too (the rule's result is broadcast from the node's cotangent and the arguments)
-# and the backward pass checks only its dtype.
-SAME_SHAPE = False
 
 
 # --------------------------------------------------------------------------
