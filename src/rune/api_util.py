@@ -22,7 +22,7 @@ import operator
 import numpy as np
 
 from . import tree as tree_util
-from .core import Tracer
+from .core import Tracer, _np_asarray
 from .primitives.backends import in_backend_of, is_duck_array
 
 __all__ = ["is_diff_leaf", "argnums_tuple", "as_argnum", "diff_fn", "check_diff_args",
@@ -344,7 +344,7 @@ def to_user(g, leaf):
     if isinstance(leaf, np.generic):
         return leaf.dtype.type(g)
     if isinstance(leaf, np.ndarray):
-        g = np.asarray(g)
+        g = _np_asarray(g)      # (NumPy's own: g is concrete here)
         if g.dtype != leaf.dtype:
             g = cast_like(g, leaf.dtype)
         return g
@@ -358,12 +358,19 @@ def to_user(g, leaf):
 def unalias(outs, inputs):
     """Results the user may write into: copy any output array that is read-only (a
     broadcast view) or may share memory with an input array (SPEC 4)."""
-    arrays = [x for x in inputs if isinstance(x, np.ndarray) and x.size]
+    arrays = None
     res = []
     for o in outs:
-        if isinstance(o, np.ndarray) and o.size and (
-                not o.flags.writeable or any(np.may_share_memory(o, x) for x in arrays)):
-            o = o.copy()
+        if isinstance(o, np.ndarray) and o.size:
+            if arrays is None:
+                arrays = [x for x in inputs if isinstance(x, np.ndarray) and x.size]
+            if not o.flags.writeable:
+                o = o.copy()
+            # an array that owns its memory and is no input shares nothing (the common
+            # case, without may_share_memory)
+            elif (o.base is not None or any(o is x for x in arrays)) and any(
+                    np.may_share_memory(o, x) for x in arrays):
+                o = o.copy()
         res.append(o)
     return res
 

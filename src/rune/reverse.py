@@ -105,8 +105,8 @@ def vjp(f: Callable[..., Any], *primals: Any,
         paths = None
         seeds = {}
         for k, (c, o, (node, pos)) in enumerate(zip(ct_leaves, out_vals, out_nodes)):
-            oshape = o.shape if type(o) is _ndarray or isinstance(o, Tracer) else np.shape(o)
-            cshape = c.shape if type(c) is _ndarray or isinstance(c, Tracer) else np.shape(c)
+            oshape = o.shape if isinstance(o, _HAS_SHAPE) else np.shape(o)
+            cshape = c.shape if isinstance(c, _HAS_SHAPE) else np.shape(c)
             if cshape != oshape:
                 paths = paths or tree_util.leaf_paths(out_tree, "out")
                 raise ValueError(f"the cotangent for {paths[k]} has shape {cshape} but the "
@@ -128,6 +128,21 @@ def vjp(f: Callable[..., Any], *primals: Any,
     if has_aux:
         return out, pullback, aux
     return out, pullback
+
+
+_HAS_SHAPE = (np.ndarray, np.generic, Tracer)
+_ONES: dict = {}
+
+
+def _one(dtype):
+    """A read-only 1 of ``dtype``: ``grad``'s seed (one per dtype, made once)."""
+    one = _ONES.get(dtype)
+    if one is None:
+        one = np.ones((), dtype)
+        one.flags.writeable = False
+        if len(_ONES) < 64:
+            _ONES[dtype] = one
+    return one
 
 
 def value_and_grad(f: Callable[P, Any], argnums: ArgNums = 0, has_aux: bool = False,
@@ -154,8 +169,7 @@ def value_and_grad(f: Callable[P, Any], argnums: ArgNums = 0, has_aux: bool = Fa
             res = vjp(g, *diff_args, has_aux=has_aux)
         out, pullback = res[0], res[1]
         check_scalar_output(out)
-        seed = np.ones((), out.dtype) if hasattr(out, "dtype") else np.ones((), type(out))
-        grads = pullback(seed)
+        grads = pullback(_one(out.dtype if hasattr(out, "dtype") else type(out)))
         if pick is not None:
             grads = pick(grads)
         g_out = grads[0] if single else grads

@@ -77,10 +77,38 @@ broadcast_to_p = Primitive(
     batch=_broadcast_to_batch, residuals=(), layout=True)
 
 
+def _broadcast_view(value, shape):
+    """``np.broadcast_to(value, shape)`` for a contiguous plain array of the same rank (a
+    reduction's cotangent spread back): the read-only view with zero strides that NumPy
+    gives, without its Python-level nditer (2.3 µs); None where it does not apply."""
+    vshape = value.shape
+    if len(vshape) != len(shape):
+        return None
+    strides = []
+    for d, n, st in zip(vshape, shape, value.strides):
+        if d == n:
+            strides.append(st)
+        elif d == 1:
+            strides.append(0)
+        else:
+            return None
+    try:
+        view = np.ndarray(shape, value.dtype, value, 0, tuple(strides))
+    except (ValueError, TypeError):     # not contiguous, or objects: no buffer to view
+        return None
+    view.flags.writeable = False
+    return view
+
+
 def broadcast_like(value, shape, ref):
     """``np.broadcast_to(value, shape)``, chunked like ``ref`` when ``ref`` is a Dask array
     of that shape, or the tape's stand-in for one (a reduction's cotangent spread back
     over its chunked operand)."""
+    if type(value) is np.ndarray and not isinstance(ref, Tracer) \
+            and getattr(ref, "chunks", None) is None:
+        view = _broadcast_view(value, shape)
+        if view is not None:
+            return view
     chunks = dask_chunks(ref, shape)
     if chunks is not None:
         if isinstance(value, Tracer):    # (batched by vmap: jacrev, hessian) the primitive
