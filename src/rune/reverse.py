@@ -65,8 +65,19 @@ def vjp(f: Callable[..., Any], *primals: Any,
     >>> pullback(np.ones(2))[0]
     array([2.        , 1.08060461])
     """
+    out, pullback, aux, _, _ = _vjp(f, primals, has_aux)
+    if has_aux:
+        return out, pullback, aux
+    return out, pullback
+
+
+def _vjp(f, primals, has_aux):
+    """``vjp``'s work: ``(out, pullback, aux, pull_leaves, in_tree)``, where
+    ``pull_leaves(ct_leaves)`` is the pullback of the output's leaves, giving the
+    primals' leaves (``grad`` calls it with its seed: no tree to flatten and check)."""
     leaves, in_tree = tree_util.flatten(primals)
     check_leaves(leaves, in_tree, "primals", "vjp")
+    aux = None
     with new_trace(ReverseTrace) as trace:
         inputs = []
         in_nodes = []
@@ -99,9 +110,7 @@ def vjp(f: Callable[..., Any], *primals: Any,
     out_vals = unalias(out_vals, leaves)
     out = tree_util.unflatten(out_tree, out_vals)
 
-    def pullback(ct):
-        ct_leaves, ct_tree = tree_util.flatten(ct)
-        tree_util.check_same(out_tree, ct_tree, "out", "the cotangent and the output")
+    def pull_leaves(ct_leaves):
         paths = None
         seeds = {}
         for k, (c, o, (node, pos)) in enumerate(zip(ct_leaves, out_vals, out_nodes)):
@@ -113,8 +122,11 @@ def vjp(f: Callable[..., Any], *primals: Any,
                                  f"output has shape {oshape}")
             if node is None or c is None:
                 continue
-            accumulate(seeds, node, pos, seed_like(
-                as_array(c) if isinstance(c, (float, complex, int)) else c, o))
+            if isinstance(c, (float, complex, int)):
+                c = as_array(c)
+            if not isinstance(o, _PLAIN):       # (a Dask output gets a Dask seed)
+                c = seed_like(c, o)
+            accumulate(seeds, node, pos, c)
         cts = backward(tape, seeds) if seeds else {}
         grads = []
         for x, node in zip(leaves, in_nodes):
@@ -123,13 +135,17 @@ def vjp(f: Callable[..., Any], *primals: Any,
                 grads.append(zero_like(x, "grad"))
             else:
                 grads.append(to_user(g, x))
-        return tree_util.unflatten(in_tree, unalias(grads, ct_leaves))
+        return unalias(grads, ct_leaves)
 
-    if has_aux:
-        return out, pullback, aux
-    return out, pullback
+    def pullback(ct):
+        ct_leaves, ct_tree = tree_util.flatten(ct)
+        tree_util.check_same(out_tree, ct_tree, "out", "the cotangent and the output")
+        return tree_util.unflatten(in_tree, pull_leaves(ct_leaves))
+
+    return out, pullback, aux, pull_leaves, in_tree
 
 
+_PLAIN = (np.ndarray, np.generic, float, complex, int)
 _HAS_SHAPE = (np.ndarray, np.generic, Tracer)
 _ONES: dict = {}
 
@@ -160,21 +176,21 @@ def value_and_grad(f: Callable[P, Any], argnums: ArgNums = 0, has_aux: bool = Fa
     def value_and_grad_f(*args, **kwargs):
         if first_only and len(args) == 1 and not kwargs and type(args[0]) is _ndarray \
                 and args[0].dtype.kind in "fc":       # grad(f)(x) of one float array
-            res = vjp(f, args[0], has_aux=has_aux)
+            out, _, aux, pull, in_tree = _vjp(f, args, has_aux)
             single, pick = True, None
         else:
             single, nums = argnums_tuple(argnums, len(args))
             check_diff_args(args, nums, allow_int, "grad", f)
             g, diff_args, pick = diff_fn(f, args, nums, kwargs)
-            res = vjp(g, *diff_args, has_aux=has_aux)
-        out, pullback = res[0], res[1]
-        check_scalar_output(out)
-        grads = pullback(_one(out.dtype if hasattr(out, "dtype") else type(out)))
+            out, _, aux, pull, in_tree = _vjp(g, tuple(diff_args), has_aux)
+        check_scalar_output(out)        # (so the output is one leaf: its seed is the list)
+        grads = tree_util.unflatten(in_tree, pull(
+            [_one(out.dtype if hasattr(out, "dtype") else type(out))]))
         if pick is not None:
             grads = pick(grads)
         g_out = grads[0] if single else grads
         if has_aux:
-            return (out, res[2]), g_out
+            return (out, aux), g_out
         return out, g_out
 
     first_only = type(argnums) is int and argnums == 0

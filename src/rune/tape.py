@@ -77,7 +77,7 @@ class ReverseTrace(Trace):
     kind = "grad"
 
     def __init__(self):
-        super().__init__()
+        Trace.__init__(self)
         self.tape = []
 
     def lift(self, x):

@@ -52,8 +52,8 @@ def _with_identity(np_func, identity, combine):
     orig = FUNCTIONS[np_func]
 
     def entry(a, axis=None, dtype=None, out=None, keepdims=_NV, initial=_NV, where=_NV):
-        if not _mask_given(where) and not _given(initial):
-            return orig(a, axis=axis, dtype=dtype, out=out, keepdims=keepdims)
+        if (where is _NV or where is True) and (initial is _NV or initial is None):
+            return orig(a, axis, dtype, out, keepdims)      # (the common call, written out)
         if _mask_given(where):
             a, _ = _masked(a, where, identity)
         r = orig(a, axis=axis, dtype=dtype, out=out, keepdims=keepdims)

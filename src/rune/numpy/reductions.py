@@ -46,7 +46,8 @@ def _keep(keepdims):
 @implements(np.sum)
 def sum_(a, axis=None, dtype=None, out=None, keepdims=np._NoValue, initial=np._NoValue,
          where=np._NoValue):
-    _refuse("sum", out, where, initial)
+    if out is not None or where is not np._NoValue or initial is not np._NoValue:
+        _refuse("sum", out, where, initial)
     if dtype is not None:
         a = a.astype(dtype) if isinstance(a, Tracer) else np.asarray(a, dtype)
     elif isinstance(a, Tracer) and a.dtype.kind in "biu":

@@ -20,6 +20,9 @@ from ..core import Primitive, vjp_rule
 from ._util import shape, to_front, weight_dtype
 
 
+_add_reduce = np.add.reduce
+
+
 def kept_shape(xshape, axis):
     """``xshape`` with the reduced axes ``axis`` kept as 1s (``keepdims=True``'s shape)."""
     return tuple(1 if i in axis else d for i, d in enumerate(xshape))
@@ -42,8 +45,8 @@ def _batch_axes(args, bdims, axis, keepdims, prim, **extra):
 # --------------------------------------------------------------------------
 
 sum_p = Primitive(
-    "sum", lambda x, axis, keepdims: x.sum(axis=axis, keepdims=keepdims)   # (the method:
-    if type(x) is np.ndarray else np.sum(x, axis=axis, keepdims=keepdims),   # less dispatch)
+    "sum", lambda x, axis, keepdims: _add_reduce(x, axis, None, None, keepdims)  # (what
+    if type(x) is np.ndarray else np.sum(x, axis=axis, keepdims=keepdims),  # x.sum() runs)
     jvp=(lambda t, out, x, axis, keepdims: sum_p(t, axis=axis, keepdims=keepdims),),
     vjp=(lambda ct, out, x, axis, keepdims: _expand_back(ct, x, axis, keepdims),),
     batch=lambda args, bdims, axis, keepdims: _batch_axes(args, bdims, axis, keepdims, sum_p),
