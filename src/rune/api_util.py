@@ -356,23 +356,31 @@ def to_user(g, leaf):
 
 
 def unalias(outs, inputs):
-    """Results the user may write into: copy any output array that is read-only (a
-    broadcast view) or may share memory with an input array (SPEC 4)."""
-    arrays = None
+    """Results the user may write into (SPEC 4): copy any output array that is read-only
+    (a broadcast view) or whose memory belongs to an input's or an earlier output's
+    (``grad(..., argnums=(0, 1))`` of ``x + y`` gives both the same cotangent)."""
+    owners = None
     res = []
     for o in outs:
         if isinstance(o, np.ndarray) and o.size:
-            if arrays is None:
-                arrays = [x for x in inputs if isinstance(x, np.ndarray) and x.size]
-            if not o.flags.writeable:
+            if owners is None:
+                owners = {_owner(x) for x in inputs if isinstance(x, np.ndarray)}
+            own = _owner(o)
+            if own in owners or not o.flags.writeable:
                 o = o.copy()
-            # an array that owns its memory and is no input shares nothing (the common
-            # case, without may_share_memory)
-            elif (o.base is not None or any(o is x for x in arrays)) and any(
-                    np.may_share_memory(o, x) for x in arrays):
-                o = o.copy()
+                own = id(o)
+            owners.add(own)
         res.append(o)
     return res
+
+
+def _owner(a):
+    """The object that owns ``a``'s memory (the end of its chain of bases)."""
+    while True:
+        b = getattr(a, "base", None)      # (a chain may end in a capsule, a memoryview)
+        if b is None:
+            return id(a)
+        a = b
 
 
 def signature(fun):

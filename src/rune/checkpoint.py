@@ -118,7 +118,7 @@ def rerun_pullback(fun, vals, groups, ct_full, prevs):
         in_nodes = []
         seeds = {}
         for g, prev in zip(groups, prevs):
-            x = t.new_input(vals[g[0]])
+            x = t.new_input(vals[g[0]], users=False)
             for i in g:
                 ins[i] = x
             in_nodes.append(x._node)

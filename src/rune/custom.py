@@ -334,7 +334,7 @@ class JvpCall(Call):
             tans = [zero_like(v) for v in vals]
             in_nodes = []
             for g in groups:
-                x = t.new_input(tans[g[0]])
+                x = t.new_input(tans[g[0]], users=False)
                 for i in g:
                     tans[i] = x
                 in_nodes.append(x._node)

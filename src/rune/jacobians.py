@@ -225,6 +225,9 @@ def linearize(f: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[..., 
     >>> f_jvp(np.array([1.0, 1.0]))
     array([ 1., -1.])
     """
+    # the linear map is the derivative at these values, whatever the caller writes later
+    primals = tuple(tree_util.map(lambda v: v.copy() if isinstance(v, np.ndarray) else v, p)
+                    for p in primals)
     out = jvp(f, primals, tuple(tree_util.map(np.zeros_like, p) if not isinstance(
         p, (float, complex)) else 0.0 * p for p in primals))[0]
 

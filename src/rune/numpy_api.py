@@ -177,14 +177,17 @@ def _array(obj, dtype=None, *args, **kwargs):
 
 
 def _ascontiguousarray(a, dtype=None, *args, **kwargs):
-    if isinstance(a, Tracer):
-        return _coerce(a, kwargs.get("dtype", dtype), False)
+    if isinstance(a, Tracer):      # a copy exactly when NumPy makes one (not C-contiguous)
+        x = _coerce(a, kwargs.get("dtype", dtype), False)
+        return _copy.copy(x) if x is a and not views.is_c_contiguous(a) else x
     return _np_ascontiguousarray(a, dtype, *args, **kwargs)
 
 
 def _asfortranarray(a, dtype=None, *args, **kwargs):
-    if isinstance(a, Tracer):
-        return _coerce(a, kwargs.get("dtype", dtype), False)
+    if isinstance(a, Tracer):      # a copy exactly when NumPy makes one (not F-contiguous)
+        x = _coerce(a, kwargs.get("dtype", dtype), False)
+        f_order = a.ndim < 2 or views.is_c_contiguous(np.transpose(a))
+        return _copy.copy(x) if x is a and not f_order else x
     return _np_asfortranarray(a, dtype, *args, **kwargs)
 
 

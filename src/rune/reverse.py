@@ -28,7 +28,7 @@ from .api_util import (
     zero_like,
 )
 from .backward import accumulate, backward
-from .core import Tracer, new_trace, stop_leaf
+from .core import Tracer, new_trace
 from .primitives.backends import seed_like
 from .tape import ReverseTrace, ReverseTracer
 from .typing import ArgNums, P, T
@@ -71,10 +71,13 @@ def vjp(f: Callable[..., Any], *primals: Any,
     return out, pullback
 
 
-def _vjp(f, primals, has_aux):
+def _vjp(f, primals, has_aux, reusable=True):
     """``vjp``'s work: ``(out, pullback, aux, pull_leaves, in_tree)``, where
     ``pull_leaves(ct_leaves)`` is the pullback of the output's leaves, giving the
-    primals' leaves (``grad`` calls it with its seed: no tree to flatten and check)."""
+    primals' leaves (``grad`` calls it with its seed: no tree to flatten and check).
+    ``reusable``: the pullback may be called after the caller wrote into its inputs, so
+    the tape keeps them as it keeps constants (``rune.kept``); ``grad``'s is called before
+    it returns, and reads the inputs as they are."""
     leaves, in_tree = tree_util.flatten(primals)
     check_leaves(leaves, in_tree, "primals", "vjp")
     aux = None
@@ -83,7 +86,7 @@ def _vjp(f, primals, has_aux):
         in_nodes = []
         for x in leaves:
             if is_diff_leaf(x):
-                t = trace.new_input(as_array(x))
+                t = trace.new_input(as_array(x), reusable)
                 inputs.append(t)
                 in_nodes.append(t._node)
             else:
@@ -106,7 +109,7 @@ def _vjp(f, primals, has_aux):
             else:
                 out_nodes.append((None, None))
                 out_vals.append(o)
-    tape = trace.tape
+    tape, kept = trace.tape, trace.kept
     out_vals = unalias(out_vals, leaves)
     out = tree_util.unflatten(out_tree, out_vals)
 
@@ -127,6 +130,7 @@ def _vjp(f, primals, has_aux):
             if not isinstance(o, _PLAIN):       # (a Dask output gets a Dask seed)
                 c = seed_like(c, o)
             accumulate(seeds, node, pos, c)
+        kept.check()        # the user's arrays the tape keeps by reference are unchanged
         cts = backward(tape, seeds) if seeds else {}
         grads = []
         for x, node in zip(leaves, in_nodes):
@@ -176,13 +180,13 @@ def value_and_grad(f: Callable[P, Any], argnums: ArgNums = 0, has_aux: bool = Fa
     def value_and_grad_f(*args, **kwargs):
         if first_only and len(args) == 1 and not kwargs and type(args[0]) is _ndarray \
                 and args[0].dtype.kind in "fc":       # grad(f)(x) of one float array
-            out, _, aux, pull, in_tree = _vjp(f, args, has_aux)
+            out, _, aux, pull, in_tree = _vjp(f, args, has_aux, False)
             single, pick = True, None
         else:
             single, nums = argnums_tuple(argnums, len(args))
             check_diff_args(args, nums, allow_int, "grad", f)
             g, diff_args, pick = diff_fn(f, args, nums, kwargs)
-            out, _, aux, pull, in_tree = _vjp(g, tuple(diff_args), has_aux)
+            out, _, aux, pull, in_tree = _vjp(g, tuple(diff_args), has_aux, False)
         check_scalar_output(out)        # (so the output is one leaf: its seed is the list)
         grads = tree_util.unflatten(in_tree, pull(
             [_one(out.dtype if hasattr(out, "dtype") else type(out))]))
@@ -232,6 +236,15 @@ def stop_gradient(x: T) -> T:
     >>> rune.grad(lambda x: np.sum(x * rune.stop_gradient(x)))(np.array([3.0]))
     array([3.])
     """
-    return tree_util.map(stop_leaf, x)
+    return tree_util.map(_stopped, x)
+
+
+def _stopped(x):
+    """One leaf without its derivative; a plain array that a transformation recorded is
+    handed out as a copy (writing into it must not change the derivative)."""
+    if isinstance(x, Tracer):
+        v = x._stop_gradient()
+        return v.copy() if type(v) is np.ndarray else v
+    return x
 
 

@@ -17,6 +17,7 @@ import numpy as np
 from .api_util import as_array, is_diff_leaf
 from .calls import leaked
 from .core import NO_PARAMS, Trace, Tracer, bind, rank, tracer_class_pair
+from .kept import Kept
 from .residuals import Dropped, _kept_args, _new, _plan
 
 _ndarray = np.ndarray
@@ -73,17 +74,22 @@ _ReverseArrayTracer = tracer_class_pair(ReverseTracer)
 
 
 class ReverseTrace(Trace):
-    __slots__ = ("tape",)
+    __slots__ = ("tape", "kept")
     kind = "grad"
 
     def __init__(self):
         Trace.__init__(self)
         self.tape = []
+        self.kept = Kept()      # the user's arrays the tape keeps (rune.kept)
 
     def lift(self, x):
         return ReverseTracer(x, self, None)
 
-    def new_input(self, x):
+    def new_input(self, x, users=True):
+        """An input of the function being recorded; ``users``: an array of the user's (kept
+        so that it never changes), not one of rune's own (a checkpointed segment's)."""
+        if users and type(x) is _ndarray:
+            x = self.kept.keep(x, "the function's input")
         node = Node(None, (), None, x, (), 0, x.shape, x.dtype)
         self.tape.append(node)
         return ReverseTracer(x, self, node)
@@ -109,6 +115,7 @@ class ReverseTrace(Trace):
         # Node, one tracer
         vals = []           # self.unwrap(args), written out: every operation passes here
         parents = []
+        plain = None        # the positions of the user's own arrays among the arguments
         i = 0
         for a in args:
             if isinstance(a, ReverseTracer) and a._trace is self:
@@ -117,6 +124,8 @@ class ReverseTrace(Trace):
                     parents.append((i, a._node, a._pos))
             else:
                 vals.append(a)
+                if type(a) is _ndarray:
+                    plain = [i] if plain is None else plain + [i]
             i += 1
         if not self.bottom:
             out = bind(prim, *vals, **params)
@@ -151,6 +160,10 @@ class ReverseTrace(Trace):
                     vals = [vals[0] if keep[0] else g, vals[1] if keep[1] else g]
                 else:
                     vals = _kept_args(plan, vals, prim.name)
+            if plain is not None and not plan.nothing:    # kept so that they never change
+                for i in plain:
+                    if type(vals[i]) is _ndarray:
+                        vals[i] = self.kept.keep(vals[i], f"np.{prim.name}")
             if prim.multiple_results:
                 kept = out if plan.out else tuple(Dropped(o, prim.name, f"its output {k}")
                                                   for k, o in enumerate(out))
@@ -198,6 +211,8 @@ class ReverseTrace(Trace):
             g = plan.gone[1][0]
             c = args[1] if j == 1 else args[0]
             out = prim.impl(v, c) if j == 1 else prim.impl(c, v)
+            if type(c) is _ndarray and (keep1 if j == 1 else keep0):
+                c = self.kept.keep(c, f"np.{prim.name}")    # so that it never changes
             if j == 1:
                 vals = [v if keep0 else g, c if keep1 else g]
             else:

@@ -315,6 +315,9 @@ def _is_c(x):
     return len(layout) == 1 and layout[0].flags.c_contiguous
 
 
+is_c_contiguous = _is_c
+
+
 def _reshape_layouts(x, shape, ravel):
     return [layouts.reshaped(p, shape, ravel) for p in _layout(x)]
 
