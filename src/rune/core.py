@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextvars
 import itertools
+import sys
 import types
 import warnings
 from typing import Any
@@ -299,6 +300,10 @@ class Tracer:
         return bool(self._concrete())
 
     def item(self, *args):
+        """The concrete value (logging, control flow); a derivative leaving this way is
+        noted, so that it cannot vanish silently (see ``rune.reverse._check_leaks``)."""
+        if self.dtype.kind in "fc":
+            note_leak(self, sys._getframe(1))
         return _item(self._concrete(), args)
 
     def tolist(self):
@@ -318,6 +323,9 @@ class Tracer:
 
     def __index__(self):
         return self._convert(int)
+
+    def __round__(self, ndigits=None):      # round(x) converts; round(x, n) is np.round
+        return self._convert(round) if ndigits is None else np.round(self, ndigits)
 
     def _convert(self, kind):
         if self.dtype.kind in "biu":     # integers and booleans carry no derivative
@@ -422,6 +430,17 @@ def _peek(x):
             batched = True
         x = x._val
     return x, batched
+
+
+def note_leak(x, frame):
+    """Tell each differentiating trace of ``x`` that its value left through ``.item()``
+    at ``frame``'s line (a trace with a ``leaks`` list records it)."""
+    where = f"{frame.f_code.co_filename}:{frame.f_lineno}"
+    while isinstance(x, Tracer):
+        t = x._trace
+        if getattr(t, "leaks", False) is not False:
+            t.note_leak(x, where)
+        x = x._val
 
 
 def _item(value, args):

@@ -25,7 +25,8 @@ from .api_util import (
     zero_like,
 )
 from .calls import bind_call, leaked
-from .core import Trace, Tracer, bind, new_trace, rank, stop_leaf, tracer_class_pair
+from .core import (Trace, Tracer, TracerConversionError, bind, new_trace, rank, stop_leaf,
+                   tracer_class_pair)
 from .primitives.backends import ones_shaped_like
 from .residuals import indicator_dtype, none_set
 
@@ -59,8 +60,16 @@ def _fit_tangent(t, out):
 
 
 class ForwardTrace(Trace):
-    __slots__ = ()
+    __slots__ = ("leaks",)
     kind = "jvp"
+
+    def __init__(self):
+        Trace.__init__(self)
+        self.leaks = None       # where values being differentiated left through .item()
+
+    def note_leak(self, x, where):
+        if x._tan is not None:
+            self.leaks = (self.leaks or []) + [where]
 
     def lift(self, x):
         return ForwardTracer(x, None, self)
@@ -265,6 +274,14 @@ def jvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any],
         out_leaves, out_tree = tree_util.flatten(result)
         check_leaves(out_leaves, out_tree, "out", "jvp")
         pairs = [_unwrap(o, trace) for o in out_leaves]
+        if trace.leaks and all(t is None for _, t in pairs):
+            raise TracerConversionError(
+                f"the result does not depend on the inputs as far as rune can see, but a "
+                f"value computed from them left the computation through .item() at "
+                f"{trace.leaks[0]} (as library code such as scipy.optimize.minimize does), "
+                f"so its derivative would silently be zero. Use a function rune has a rule "
+                f"for there, or pass rune.stop_gradient(...) of the value to say that a zero "
+                f"derivative is what you want")
     outs = unalias([o for o, _ in pairs], leaves)
     touts = []
     for o, t in pairs:

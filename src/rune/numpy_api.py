@@ -327,7 +327,6 @@ def install():
     T.__pos__ = lambda self: bind(pos, self)
     T.__abs__ = lambda self: bind(absolute, self)
     T.__invert__ = lambda self: bind(invert, self)
-    T.__round__ = lambda self, ndigits=None: np.round(self, ndigits or 0)
 
     for fname in ("sum", "mean", "prod", "max", "min", "var", "std", "cumsum", "cumprod",
                   "argmax", "argmin", "argsort", "all", "any", "clip", "round", "dot",

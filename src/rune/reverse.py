@@ -28,7 +28,7 @@ from .api_util import (
     zero_like,
 )
 from .backward import accumulate, backward
-from .core import Tracer, new_trace
+from .core import Tracer, TracerConversionError, new_trace
 from .primitives.backends import seed_like
 from .tape import ReverseTrace, ReverseTracer
 from .typing import ArgNums, P, T
@@ -109,6 +109,8 @@ def _vjp(f, primals, has_aux, reusable=True):
             else:
                 out_nodes.append((None, None))
                 out_vals.append(o)
+        if trace.leaks:
+            _check_leaks(trace.leaks, in_nodes, [n for n, _ in out_nodes], in_tree)
     tape, kept = trace.tape, trace.kept
     out_vals = unalias(out_vals, leaves)
     out = tree_util.unflatten(out_tree, out_vals)
@@ -150,6 +152,38 @@ def _vjp(f, primals, has_aux, reusable=True):
 
 
 _PLAIN = (np.ndarray, np.generic, float, complex, int)
+
+
+def _ancestors(nodes):
+    """The ids of ``nodes`` and of every node they were computed from."""
+    seen = set()
+    stack = [n for n in nodes if n is not None]
+    while stack:
+        n = stack.pop()
+        if id(n) not in seen:
+            seen.add(id(n))
+            stack.extend(p for _, p, _ in n.parents)
+    return seen
+
+
+def _check_leaks(leaks, in_nodes, out_nodes, in_tree):
+    """SPEC 3: a derivative never vanishes silently.  An input the result does not depend
+    on, whose value left through ``.item()`` (library code such as
+    ``scipy.optimize.minimize`` does this), raises instead of getting a zero gradient."""
+    reached = _ancestors(out_nodes)
+    for k, node in enumerate(in_nodes):
+        if node is None or id(node) in reached:
+            continue
+        where = [w for leaked, w in leaks if id(node) in _ancestors([leaked])]
+        if where:
+            path = tree_util.leaf_paths(in_tree, "args")[k]
+            raise TracerConversionError(
+                f"the result does not depend on {path} as far as rune can see, but a value "
+                f"computed from it left the computation through .item() at {where[0]} (as "
+                f"library code such as scipy.optimize.minimize does), so its derivative "
+                f"would silently be zero. Use a function rune has a rule for there, or pass "
+                f"rune.stop_gradient(...) of the value to say that a zero derivative is "
+                f"what you want")
 _HAS_SHAPE = (np.ndarray, np.generic, Tracer)
 _ONES: dict = {}
 

@@ -74,13 +74,18 @@ _ReverseArrayTracer = tracer_class_pair(ReverseTracer)
 
 
 class ReverseTrace(Trace):
-    __slots__ = ("tape", "kept")
+    __slots__ = ("tape", "kept", "leaks")
     kind = "grad"
 
     def __init__(self):
         Trace.__init__(self)
         self.tape = []
         self.kept = Kept()      # the user's arrays the tape keeps (rune.kept)
+        self.leaks = None       # (node, where) of values that left through .item()
+
+    def note_leak(self, x, where):
+        if x._node is not None:
+            self.leaks = (self.leaks or []) + [(x._node, where)]
 
     def lift(self, x):
         return ReverseTracer(x, self, None)
