@@ -144,9 +144,13 @@ def test_ravel_memory_order_of_c_contiguous(order):
     rune.check_grads(write, x)
 
 
-def test_ravel_memory_order_of_a_transpose_is_refused():
-    with pytest.raises(NotImplementedError, match="order='K'"):
-        rune.vjp(lambda a: np.ravel(a.T, order="K"), R.normal(size=(2, 3)))
+def test_ravel_memory_order_of_a_transpose_is_numpys():
+    a = R.normal(size=(2, 3))
+    f = lambda a: np.ravel(a.T, order="K")      # noqa: E731  (memory order: a's C order)
+    np.testing.assert_array_equal(rune.vjp(f, a)[0], f(a))
+    rune.check_grads(lambda a: np.sum(np.sin(f(a)) * np.arange(6)), a, order=2)
+    with pytest.raises(NotImplementedError, match="order='K'"):     # strided: refused
+        rune.vjp(lambda a: np.ravel(a[:, ::2].T, order="K"), R.normal(size=(2, 5)))
 
 
 # --- scipy.special's Bessel functions of any order, and gammasgn

@@ -25,7 +25,7 @@ import importlib
 
 import numpy as np
 
-from . import views
+from . import flatiter, views
 from .core import Primitive, Tracer, bind, TracerConversionError
 from . import intercept as _intercept
 from . import scipy as _scipy
@@ -179,7 +179,7 @@ def _array(obj, dtype=None, *args, **kwargs):
 def _ascontiguousarray(a, dtype=None, *args, **kwargs):
     if isinstance(a, Tracer):      # a copy exactly when NumPy makes one (not C-contiguous)
         x = _coerce(a, kwargs.get("dtype", dtype), False)
-        return _copy.copy(x) if x is a and not views.is_c_contiguous(a) else x
+        return views.copy_tracer(x, "C") if x is a and not views.is_c_contiguous(a) else x
     return _np_ascontiguousarray(a, dtype, *args, **kwargs)
 
 
@@ -187,7 +187,7 @@ def _asfortranarray(a, dtype=None, *args, **kwargs):
     if isinstance(a, Tracer):      # a copy exactly when NumPy makes one (not F-contiguous)
         x = _coerce(a, kwargs.get("dtype", dtype), False)
         f_order = a.ndim < 2 or views.is_c_contiguous(np.transpose(a))
-        return _copy.copy(x) if x is a and not f_order else x
+        return views.copy_tracer(x, "F") if x is a and not f_order else x
     return _np_asfortranarray(a, dtype, *args, **kwargs)
 
 
@@ -339,12 +339,11 @@ def install():
     if np.compress in FUNCTIONS:    # a.compress(condition) is np.compress(condition, a)
         T.compress = lambda self, condition, axis=None, out=None: FUNCTIONS[np.compress](
             condition, self, axis, out)
-    T.reshape = lambda self, *shape, order="C": FUNCTIONS[np.reshape](
-        self, shape[0] if len(shape) == 1 else shape)
+    T.reshape = lambda self, *shape, order="C", copy=None: FUNCTIONS[np.reshape](
+        self, shape[0] if len(shape) == 1 else shape, order, copy=copy)
     T.transpose = lambda self, *axes: FUNCTIONS[np.transpose](
         self, (axes[0] if len(axes) == 1 else axes) if axes else None)
-    T.astype = lambda self, dtype, order="K", casting="unsafe", subok=True, copy=True: (
-        FUNCTIONS["astype"](self, dtype, copy))
+    T.astype = _astype
     T.sort = _sort_inplace
     T.partition = lambda self, kth, axis=-1, kind="introselect", order=None: self._assign(
         np.partition(self, kth, axis=axis))
@@ -353,6 +352,18 @@ def install():
     T.fill = lambda self, value: self._assign(np.full_like(self, value))
     T.mT = property(lambda self: FUNCTIONS[np.swapaxes](self, -1, -2))
     views.install()
+    flatiter.install()
+
+
+def _astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
+    """``x.astype`` with NumPy's keywords: ``casting`` checked as NumPy checks it; the
+    memory ``order`` of a traced array is NumPy's for a copy of it (values are equal)."""
+    if casting != "unsafe" and not np.can_cast(self.dtype, dtype, casting):
+        raise TypeError(f"Cannot cast array data from {self.dtype!r} to {np.dtype(dtype)!r} "
+                        f"according to the rule {casting!r}")
+    if order not in ("K", "A", "C", "F"):
+        raise ValueError(f"order must be one of 'C', 'F', 'A', or 'K' (got {order!r})")
+    return FUNCTIONS["astype"](self, dtype, copy)
 
 
 def _no_memory_layout(self):

@@ -410,6 +410,14 @@ def _view_of(func, kind, out, base, rest, kw, index):
 
 
 def _reshape(a, shape=None, order="C", *, newshape=None, copy=None):
+    if order in ("F", "A") and isinstance(a, Tracer):
+        if order == "F" or _f_ordered(a, "np.reshape(order='A')"):     # "A": F when the
+            shape = newshape if shape is None else shape                # array is F-ordered
+            shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+            # NumPy's Fortran-order reshape is the C-order one of the transposes, views
+            # included
+            return _transpose(_reshape(_transpose(a), shape[::-1], copy=copy))
+        order = "C"
     raw = _RAW[np.reshape]
     out = raw(a, shape, order, newshape=newshape)
     if not isinstance(a, Tracer) or not isinstance(out, Tracer):
@@ -419,12 +427,36 @@ def _reshape(a, shape=None, order="C", *, newshape=None, copy=None):
     return _reshape_view(a, out, tuple(out.shape), False, copy, "np.reshape")
 
 
+def _transpose(a):
+    return FUNCTIONS[np.transpose](a, None)
+
+
+def _f_ordered(x, what):
+    """Whether NumPy lays ``x`` out in Fortran order and not C order (which is what orders
+    'A' and 'K' follow); a clear error where rune cannot know (under vmap)."""
+    if len(x.shape) < 2 or _is_c(x):
+        return False
+    layout = _layout(x)
+    if len(layout) != 1:
+        raise NotImplementedError(
+            f"{what} of a traced array whose memory order rune cannot know (under vmap, "
+            f"batched values are laid out unlike one example): give order='C' or 'F'")
+    return bool(layout[0].flags.f_contiguous)
+
+
 def _ravel(a, order="C"):
-    if order in ("K", "A") and isinstance(a, Tracer) and (len(a.shape) <= 1 or _is_c(a)):
-        order = "C"     # memory order, and NumPy's when C-contiguous (np.linalg.norm uses K)
+    if order in ("K", "A") and isinstance(a, Tracer):
+        f = _f_ordered(a, f"np.ravel(order={order!r})")
+        if not f and order == "K" and len(a.shape) > 1 and not _is_c(a):
+            raise NotImplementedError(
+                "np.ravel(order='K') of a traced array laid out neither in C nor in Fortran "
+                "order (a strided view): give order='C' or 'F'")
+        order = "F" if f else "C"
+    if order == "F" and isinstance(a, Tracer):
+        return _ravel(_transpose(a), "C")       # (NumPy's: the C-order ravel of a.T)
     if order != "C" and isinstance(a, Tracer):
-        raise NotImplementedError(f"np.ravel(order={order!r}) is not supported on traced "
-                                  f"values; use np.ravel(np.transpose(a)) for Fortran order")
+        raise NotImplementedError(f"np.ravel(order={order!r}): order must be 'C', 'F', 'A' "
+                                  f"or 'K'")
     out = _RAW[np.ravel](a, order)
     if not isinstance(a, Tracer) or not isinstance(out, Tracer):
         return out
@@ -567,43 +599,6 @@ def _setitem_0d(self, idx, value):
     setitem(self, idx, value)
 
 
-class FlatView:
-    """``x.flat`` of a traced array: reads index the flattened array (copies, as NumPy's
-    ``flatiter``), writes update ``x`` (and its base, if ``x`` is a view)."""
-
-    __slots__ = ("base",)
-
-    def __init__(self, base):
-        self.base = base
-
-    def __getitem__(self, idx):
-        out = FUNCTIONS["getitem"](_RAW[np.ravel](self.base), idx)
-        return copy_tracer(out, "C") if out is self.base else out
-
-    def __setitem__(self, idx, value):
-        base = self.base
-        flat = FUNCTIONS["setitem"](_RAW[np.ravel](base), idx, value)
-        assign(base, _raw_reshape(flat, tuple(base.shape)))
-
-    def __len__(self):
-        return self.base.size
-
-    def __iter__(self):
-        flat = _RAW[np.ravel](self.base)
-        return (FUNCTIONS["getitem"](flat, i) for i in range(self.base.size))
-
-
-def _set_flat(self, values):
-    """``x.flat = values``: NumPy repeats ``values`` over ``x`` in C order."""
-    n = self.size
-    v = _RAW[np.ravel](values) if isinstance(values, Tracer) else np.ravel(values)
-    m = v.shape[0]
-    if m != n:
-        v = FUNCTIONS["getitem"](v, np.arange(n) % m) if m else v
-    assign(self, _raw_reshape(v.astype(self.dtype) if v.dtype != self.dtype else v,
-                              tuple(self.shape)))
-
-
 def _set_part(name):
     return lambda self, value: setitem(getattr(self, name), Ellipsis, value)
 
@@ -630,11 +625,11 @@ def install():
     T.copy = lambda self, order="C": copy_tracer(self, order)
     T.__copy__ = lambda self: copy_tracer(self, "K")
     T.__deepcopy__ = lambda self, memo: copy_tracer(self, "K")
-    T.flatten = lambda self, order="C": copy_tracer(_RAW[np.ravel](self), "C")
+    T.flatten = lambda self, order="C": copy_tracer(
+        _RAW[np.ravel](self) if order == "C" else FUNCTIONS[np.ravel](self, order), "C")
     T.T = property(lambda self: FUNCTIONS[np.transpose](self, None))
     T.real = property(lambda self: np.real(self), _set_part("real"))
     T.imag = property(lambda self: np.imag(self), _set_part("imag"))
-    T.flat = property(FlatView, _set_flat)
     ArrayMixin.__getitem__ = getitem
     ArrayMixin.__setitem__ = setitem
     T.__setitem__ = _setitem_0d
