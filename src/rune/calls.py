@@ -21,10 +21,13 @@ the arrays, so user code never writes into the caller's arrays.
 
 from __future__ import annotations
 
+import numpy as np
+
+from . import views
 from .api_util import private_copies
 from .core import Tracer, top_trace
 
-__all__ = ["Call", "bind_call", "leaked", "closure_error"]
+__all__ = ["Call", "bind_call", "leaked", "closure_error", "guarded", "no_writes"]
 
 
 class Call:
@@ -50,7 +53,8 @@ class Call:
         self.name = name
 
     def impl(self, args):
-        return tuple(self.fun(*private_copies(args)))
+        with no_writes(self):
+            return tuple(self.fun(*guarded(args, self)))
 
     def leaked_outputs(self, trace, args):
         raise closure_error(self, trace)
@@ -59,6 +63,48 @@ class Call:
         raise NotImplementedError(
             f"the {self.kind} call {self.name} cannot be used under a {trace.kind} "
             f"(no rule for this transformation)")
+
+
+def _write_message(call):
+    return (f"the {call.kind} function {call.name} wrote into one of its arguments (x[i] = v, "
+            f"x += v, out=x): inside {call.kind}, that write cannot reach the caller's array "
+            f"as it would without {call.kind}, so rune refuses it rather than give a "
+            f"different value. Write into a copy (x = x.copy()) and return it instead")
+
+
+def guarded(values, call):
+    """``values`` for the user's code run inside ``call`` (SPEC 4: a call construct keeps
+    NumPy's semantics for writes into its arguments, or raises): plain arrays as read-only
+    views and traced values re-wrapped to refuse writes, naming the call; never the
+    caller's own objects."""
+    out = []
+    for v in values:
+        if type(v) is np.ndarray:
+            v = v.view()
+            v.flags.writeable = False
+        elif isinstance(v, Tracer):
+            v = private_copies([v])[0]
+            views.refuse_writes(v, NotImplementedError, _write_message(call))
+        out.append(v)
+    return out
+
+
+class no_writes:
+    """Around user code run on :func:`guarded` values: NumPy's read-only error (a write
+    into a plain argument) becomes the same clear error as a traced one's."""
+
+    __slots__ = ("call",)
+
+    def __init__(self, call):
+        self.call = call
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, e, tb):
+        if kind is not None and issubclass(kind, ValueError) and "read-only" in str(e):
+            raise NotImplementedError(_write_message(self.call)) from e
+        return False
 
 
 def bind_call(call, args):

@@ -40,7 +40,7 @@ from . import core
 from . import tree as tree_util
 from .api_util import private_copies
 from .batching import vmap_flat
-from .calls import Call, bind_call
+from .calls import Call, bind_call, guarded, no_writes
 from .core import Tracer, new_trace, warn_once
 from .forward import ForwardTrace, ForwardTracer
 from .backward import backward, seed_outputs
@@ -190,9 +190,13 @@ def checkpoint(fun: Callable[P, R], *, static_argnums: int | tuple[int, ...] = (
 
         def flat_fun(*xs):
             f = plain if make is None else make(xs[:n_extra])
-            a, kw = tree_util.unflatten(in_tree, xs[n_extra:])
-            out_leaves, state["tree"] = tree_util.flatten(f(*a, **kw))
+            # (every run: the forward pass, jvp, vmap, the backward pass's re-run)
+            a, kw = tree_util.unflatten(in_tree, guarded(xs[n_extra:], what))
+            with no_writes(what):
+                out_leaves, state["tree"] = tree_util.flatten(f(*a, **kw))
             return tuple(out_leaves)
+
+        what = CheckpointCall(None, name)
 
         flat_fun.__name__ = name
         flat_fun.__wrapped__ = _function_key_holder(fun)

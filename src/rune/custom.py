@@ -25,6 +25,8 @@ own operations, ``vmap(grad(f))`` batches them.
 
 from __future__ import annotations
 
+import types
+
 import functools
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar, cast
@@ -44,7 +46,7 @@ from .api_util import (
     zero_like,
 )
 from .batching import vmap, vmap_flat
-from .calls import Call, bind_call, closure_error, leaked
+from .calls import Call, bind_call, closure_error, guarded, leaked, no_writes
 from .core import Tracer, new_trace
 from .backward import _fit, backward, seed_outputs
 from .tape import ReverseTrace
@@ -85,7 +87,8 @@ class VjpCall(Call):
         self.checked = checked    # input signatures whose fwd outputs were checked
 
     def reverse(self, trace, vals, groups):
-        outs, res = self.fwd(*private_copies(vals))
+        with no_writes(self):
+            outs, res = self.fwd(*guarded(vals, self))
         if leaked(res, trace.level) is not None:
             raise closure_error(self, trace)
         self._check_fwd_outputs(vals, outs)
@@ -97,7 +100,8 @@ class VjpCall(Call):
         key = tuple((shape_of(v), str(dtype_of(v))) for v in vals)
         if key in self.checked:
             return
-        want = self.fun(*private_copies(vals))
+        with no_writes(self):
+            want = self.fun(*guarded(vals, self))
         got = [(shape_of(o), is_diff_leaf(o)) for o in outs]
         expected = [(shape_of(o), is_diff_leaf(o)) for o in want]
         if got != expected:
@@ -182,8 +186,11 @@ class _CustomFunction(Generic[P, R]):
         state = _State()
         fun = self.fun
 
+        what = types.SimpleNamespace(kind=self.kind, name=name)   # (for the write error)
+
         def flat_fun(*xs):
-            out = fun(*rebuild(tree_util.unflatten(in_tree, xs)))
+            with no_writes(what):       # (every run: forward, vmap, the re-runs)
+                out = fun(*rebuild(tree_util.unflatten(in_tree, guarded(xs, what))))
             out_leaves, state.out_tree = tree_util.flatten(out)
             return tuple(out_leaves)
 
@@ -237,8 +244,11 @@ class custom_vjp(_CustomFunction[P, R]):
         name = flat_fun.__name__
         fwd, bwd = self.fwd, self.bwd
 
+        what = types.SimpleNamespace(kind=self.kind, name=name)
+
         def flat_fwd(*xs):
-            res = fwd(*rebuild(tree_util.unflatten(in_tree, xs)))
+            with no_writes(what):
+                res = fwd(*rebuild(tree_util.unflatten(in_tree, guarded(xs, what))))
             if not (isinstance(res, (tuple, list)) and len(res) == 2):
                 raise ValueError(f"the fwd rule of the custom_vjp function {name} must return "
                                  f"a pair (output, residuals); it returned "
@@ -326,7 +336,8 @@ class JvpCall(Call):
 
     def forward(self, trace, primals, tangents):
         tans = [zero_like(p) if t is None else t for p, t in zip(primals, tangents)]
-        return self.rule(tuple(private_copies(primals)), tuple(private_copies(tans)))
+        with no_writes(self):
+            return self.rule(tuple(guarded(primals, self)), tuple(private_copies(tans)))
 
     def reverse(self, trace, vals, groups):
         """The transpose of the rule's (linear) tangent map, by reverse mode over it."""
@@ -338,7 +349,8 @@ class JvpCall(Call):
                 for i in g:
                     tans[i] = x
                 in_nodes.append(x._node)
-            outs, t_outs = self.rule(tuple(private_copies(vals)), tuple(tans))
+            with no_writes(self):
+                outs, t_outs = self.rule(tuple(guarded(vals, self)), tuple(tans))
             bad = leaked(outs, trace.level)
             if bad is not None and bad._trace is t:
                 raise ValueError(
@@ -450,10 +462,13 @@ class custom_jvp(_CustomFunction[P, R]):
         name = flat_fun.__name__
         rule = self.jvp
 
+        what = types.SimpleNamespace(kind=self.kind, name=name)
+
         def flat_rule(p_leaves, t_leaves):
-            primals = tree_util.unflatten(in_tree, p_leaves)
+            primals = tree_util.unflatten(in_tree, guarded(p_leaves, what))
             tangents = tree_util.unflatten(in_tree, t_leaves)
-            res = rule(*static, primals, tangents)
+            with no_writes(what):
+                res = rule(*static, primals, tangents)
             if not (isinstance(res, (tuple, list)) and len(res) == 2):
                 raise ValueError(f"the JVP rule of the custom_jvp function {name} must return "
                                  f"a pair (output, tangent_out); it returned "

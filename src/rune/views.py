@@ -134,6 +134,11 @@ def _state(x):
     return st
 
 
+def refuse_writes(x, kind, message):
+    """Make a write into the traced value ``x`` raise ``kind(message)``."""
+    _state(x).refuse = (kind, message)
+
+
 # ---- Writes ------------------------------------------------------------------------------
 
 def assign(x, new, _writer=None):
