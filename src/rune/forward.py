@@ -59,6 +59,12 @@ def _fit_tangent(t, out):
     return t
 
 
+def _live(t, m):
+    """The indicator of the elements of the tangent ``t`` that are not structural zeros."""
+    ones = ones_shaped_like(t, indicator_dtype(t))     # (lazy for Dask)
+    return ones if m is None else np.where(m, 0, ones)
+
+
 class ForwardTrace(Trace):
     __slots__ = ("leaks",)
     kind = "jvp"
@@ -100,11 +106,12 @@ class ForwardTrace(Trace):
         if prim.nondiff:
             return out
         rules = prim.jvp
+        if not prim.multiple_results and (prim.masks or (masked and (prim.elementwise
+                                                                      or prim.layout))):
+            return self._process_structural(prim, args, primals, tangents, out, params)
         if prim.multiple_results or callable(rules):
             t_out = self._tangent(prim, primals, tangents, out, params)
             return t_out if prim.multiple_results else ForwardTracer(out, t_out, self)
-        if prim.masks or (masked and (prim.elementwise or prim.layout)):
-            return self._process_structural(prim, args, primals, tangents, out, params)
         if rules is None:
             return ForwardTracer(out, self._tangent(prim, primals, tangents, out, params), self)
         t_out = None        # the common case, inlined: a sum of per-argument rules
@@ -130,14 +137,17 @@ class ForwardTrace(Trace):
         if not prim.elementwise or prim.masks:   # reach: the rules on the live indicators
             reach = None
             sout, sprims = stop_leaf(out), [stop_leaf(p) for p in primals]
-            for i, (t, m) in enumerate(zip(tangents, masks)):
-                if t is None or prim.jvp[i] is None:
-                    continue
-                ones = ones_shaped_like(t, indicator_dtype(t))   # (lazy for Dask)
-                r = prim.jvp[i](ones if m is None else np.where(m, 0, ones), sout, *sprims,
-                                **params)
-                if r is not None:
-                    reach = r if reach is None else reach + r
+            live = [None if t is None else _live(t, m) for t, m in zip(tangents, masks)]
+            if callable(prim.jvp):      # a joint rule (concatenate): all tangents at once
+                if any(v is not None for v in live):
+                    reach = prim.jvp(live, sout, *sprims, **params)
+            else:
+                for i, v in enumerate(live):
+                    if v is None or prim.jvp[i] is None:
+                        continue
+                    r = prim.jvp[i](v, sout, *sprims, **params)
+                    if r is not None:
+                        reach = r if reach is None else reach + r
             zeros = None if reach is None else reach == 0
             if none_set(zeros):      # nothing structural here
                 zeros = None
