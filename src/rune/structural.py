@@ -88,7 +88,7 @@ def _scatter(cts, zeros, owned, pnode, ct, mask, idx):
     prev[idx] += ct
     old = zeros.get(pnode)
     if old is not None:       # structural before; now no longer inside idx (but where ct's is)
-        m = old.copy()
+        m = np.array(old, dtype=bool)         # (an array even when 0-d: writable)
         m[idx] = False if mask is None else m[idx] & mask
         if none_set(m):
             del zeros[pnode]

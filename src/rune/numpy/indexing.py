@@ -29,7 +29,7 @@ from ._util import flattened
 def getitem(x, idx):
     if type(idx) is slice:      # x[1:-1]: its own template
         return gather_p(x, template=(idx,))
-    template, arrays = split_index(idx, ndim(x))
+    template, arrays = split_index(idx, ndim(x), tuple(shape(x)))
     return gather_p(x, *arrays, template=template)
 
 
@@ -38,7 +38,7 @@ def setitem(x, idx, value):
     if type(idx) is slice:      # x[1:-1] = v: its own template
         template, arrays = (idx,), ()
     else:
-        template, arrays = split_index(idx, ndim(x))
+        template, arrays = split_index(idx, ndim(x), tuple(shape(x)))
     if not isinstance(value, Tracer):
         value = np.asarray(value)
     return index_set_p(x, value, *arrays, template=template)

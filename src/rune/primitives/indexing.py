@@ -44,8 +44,24 @@ _ARRAY = "array"   # placeholder in a template for the next index array
 _BASIC = (slice, int, type(None), type(Ellipsis))     # exactly these types: their own template
 
 
-def split_index(idx, x_ndim):
-    """``(template, arrays)`` for ``idx``; bool masks become integer arrays."""
+def _consumed(template):
+    """How many axes of the indexed array the index entries in ``template`` use."""
+    return sum(1 for t in template if t is not None)
+
+
+def _check_mask_shape(mask, x_shape, start):
+    """NumPy's IndexError for a boolean index that does not match the axes it covers."""
+    for j, n in enumerate(shape(mask)):
+        k = start + j
+        if k < len(x_shape) and x_shape[k] != n:
+            raise IndexError(f"boolean index did not match indexed array along axis {k}; size "
+                             f"of axis is {x_shape[k]} but size of corresponding boolean axis "
+                             f"is {n}")
+
+
+def split_index(idx, x_ndim, x_shape=None):
+    """``(template, arrays)`` for ``idx``; bool masks become integer arrays (checked against
+    ``x_shape``, when given, as NumPy checks them)."""
     t = type(idx)
     if t in _BASIC:         # x[1:-1], x[0]: the common case, without the general loop
         return (idx,), []
@@ -66,6 +82,8 @@ def split_index(idx, x_ndim):
                 if i.size == 0:
                     i = i.astype(np.intp)     # x[[]] selects nothing, as in NumPy
             if i.dtype == np.bool_:
+                if x_shape is not None and Ellipsis not in template:
+                    _check_mask_shape(i, x_shape, _consumed(template))
                 nz = np.nonzero(i)
                 template.extend([_ARRAY] * len(nz))
                 arrays.extend(nz)
