@@ -237,14 +237,20 @@ class new_trace:
         trace = self.trace
         stack = _stack.get()
         trace.bottom = not stack
-        self.token = _stack.set(stack + (trace,))
+        try:        # an asynchronous exception (Ctrl-C) right after the push: undo it
+            self.token = _stack.set(stack + (trace,))
+        except BaseException:
+            _stack.set(stack)
+            raise
         return trace
 
     def __exit__(self, *exc):
         trace = self.trace
         trace.active = False
-        top = _stack.get()
-        _stack.reset(self.token)
+        try:
+            top = _stack.get()
+        finally:    # popped even if an asynchronous exception lands here
+            _stack.reset(self.token)
         if (not top or top[-1] is not trace) and exc[0] is None:
             raise RuntimeError("rune: transformation levels were popped out of order")
         return False
@@ -300,8 +306,7 @@ class Tracer:
         return bool(self._concrete())
 
     def item(self, *args):
-        """The concrete value (logging, control flow); a derivative leaving this way is
-        noted, so that it cannot vanish silently (see ``rune.reverse._check_leaks``)."""
+        """The concrete value; a derivative leaving this way is noted (SPEC 3)."""
         if self.dtype.kind in "fc":
             note_leak(self, sys._getframe(1))
         return _item(self._concrete(), args)
@@ -327,8 +332,11 @@ class Tracer:
     def __round__(self, ndigits=None):      # round(x) converts; round(x, n) is np.round
         return self._convert(round) if ndigits is None else np.round(self, ndigits)
 
+    def _constant(self):        # carries no derivative at its level (np.floor(x)'s result)
+        return False
+
     def _convert(self, kind):
-        if self.dtype.kind in "biu":     # integers and booleans carry no derivative
+        if self.dtype.kind in "biu" or self._constant():     # no derivative to lose
             return kind(self._concrete())
         raise TracerConversionError(
             f"{kind.__name__}() was called on a value that rune is differentiating "
@@ -340,7 +348,7 @@ class Tracer:
             f"derivative is wanted.")
 
     def __array__(self, dtype=None, copy=None):
-        if self.dtype.kind in "biu":     # integers and booleans carry no derivative
+        if self.dtype.kind in "biu" or self._constant():     # no derivative to lose
             return to_plain_array(self._concrete(), dtype)
         raise TracerConversionError(
             f"a traced array (shape {self.shape}, dtype {self.dtype}) was converted to a "
@@ -433,8 +441,7 @@ def _peek(x):
 
 
 def note_leak(x, frame):
-    """Tell each differentiating trace of ``x`` that its value left through ``.item()``
-    at ``frame``'s line (a trace with a ``leaks`` list records it)."""
+    """Tell each differentiating trace of ``x`` (it has ``leaks``) where its value left."""
     where = f"{frame.f_code.co_filename}:{frame.f_lineno}"
     while isinstance(x, Tracer):
         t = x._trace

@@ -29,6 +29,7 @@ from .core import (Trace, Tracer, TracerConversionError, bind, new_trace, rank, 
                    tracer_class_pair)
 from .primitives.backends import ones_shaped_like
 from .residuals import indicator_dtype, none_set
+from .tape import _floating
 
 _ndarray = np.ndarray
 __all__ = ["jvp"]
@@ -37,6 +38,9 @@ __all__ = ["jvp"]
 class ForwardTracer(Tracer):
     __slots__ = ("_tan", "_zeros")
     _extra = {"_tan": None, "_zeros": None}
+
+    def _constant(self):
+        return self._tan is None
 
     def __new__(cls, val, tan, trace, zeros=None):
         self = object.__new__(_ForwardArrayTracer if (
@@ -103,8 +107,8 @@ class ForwardTrace(Trace):
     def process(self, prim, args, params):
         primals, tangents, masked = self.unwrap_masked(args)
         out = prim.impl(*primals, **params) if self.bottom else bind(prim, *primals, **params)
-        if prim.nondiff:
-            return out
+        if prim.nondiff:    # (as in rune.tape: a floating result a constant)
+            return self.lift(out) if _floating(out) else out
         rules = prim.jvp
         if not prim.multiple_results and (prim.masks or (masked and (prim.elementwise
                                                                       or prim.layout))):

@@ -70,7 +70,19 @@ class ReverseTracer(Tracer):
         return self
 
 
+    def _constant(self):
+        return self._node is None
+
+
 _ReverseArrayTracer = tracer_class_pair(ReverseTracer)
+
+
+def _floating(out):
+    """Whether a result without derivative is floating (``np.floor(x)``): it then stays a
+    traced constant, so that ``np.rint(x).dot(x)`` and writes into it work as for arrays
+    (comparisons and integers stay plain: SPEC 3)."""
+    dtype = getattr(out, "dtype", None)
+    return dtype is not None and dtype.kind in "fc"
 
 
 class ReverseTrace(Trace):
@@ -138,8 +150,8 @@ class ReverseTrace(Trace):
             out = prim.impl(*vals, **params)
         else:
             out = prim.impl(*vals)
-        if prim.nondiff:
-            return out
+        if prim.nondiff:    # booleans, integers plain; a floating result (np.floor(x)) a
+            return self.lift(out) if _floating(out) else out    # constant, an array still
         if not parents:
             node = None
         else:
