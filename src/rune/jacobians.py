@@ -139,18 +139,26 @@ def jacfwd(f: Callable[P, Any], argnums: ArgNums = 0, has_aux: bool = False,
             for k, t in zip(float_idx, tangent_leaves):
                 t_all[k] = t
             tangents = tree_util.unflatten(in_tree, t_all)
-            if has_aux:
-                return jvp(g, diff_args, tangents, has_aux=True)[1]
+            if has_aux:     # aux from this same run of f (the primals are not batched:
+                _, t_out, aux = jvp(g, diff_args, tangents, has_aux=True)   # it is plain)
+                auxes.append(aux)
+                return t_out
             return jvp(g, diff_args, tangents)[1]
 
+        auxes = []
+        aux = None
         if n:
             pushed = vmap(push, chunk_size=chunk_size)(*basis)
+            if has_aux:
+                aux = auxes[0]
             out_tree = tree_util.structure(pushed)
             t_outs = tree_util.leaves(pushed)
             out_leaves = [t[0] for t in t_outs]     # shape and dtype of each output
         else:
             out = g(*tree_util.map(_copy_array, diff_args))
-            out_leaves, out_tree = tree_util.flatten(out[0] if has_aux else out)
+            if has_aux:
+                out, aux = out
+            out_leaves, out_tree = tree_util.flatten(out)
             t_outs = [np.zeros((0,) + _shape(o)) for o in out_leaves]
         per_out = []
         for o, t in zip(out_leaves, t_outs):
@@ -174,7 +182,7 @@ def jacfwd(f: Callable[P, Any], argnums: ArgNums = 0, has_aux: bool = False,
             per_out.append(jac[0] if single else jac)
         result = tree_util.unflatten(out_tree, per_out)
         if has_aux:
-            return result, g(*tree_util.map(_copy_array, diff_args))[1]
+            return result, aux
         return result
 
     wrap_name(jacfun, f, "jacfwd")
@@ -250,5 +258,34 @@ def linear_transpose(f: Callable[..., Any], *primals: Any) -> Pullback:
     >>> rune.linear_transpose(lambda x: A @ x, np.zeros(2))(np.array([1.0, 0.0]))[0]
     array([1., 2.])
     """
-    _, pullback = vjp(f, *primals)
+    zeros = tuple(tree_util.map(_zero_of, p) for p in primals)
+    out0, pullback = vjp(f, *zeros)
+    if any(np.any(np.asarray(o) != 0) for o in tree_util.leaves(out0)):
+        raise ValueError("linear_transpose: f is not linear: f(0) is not 0 (an affine "
+                         "function has no transpose; subtract f(0) first)")
+    rng = np.random.default_rng(0)          # a linear f has the same derivative everywhere
+    point = tuple(tree_util.map(lambda x: _like(rng.standard_normal(np.shape(x)), x), p)
+                  for p in primals)
+    out1, pull1 = vjp(f, *point)
+    ct = tree_util.map(lambda o: _like(rng.standard_normal(np.shape(o)), o), out1)
+    for a, b in zip(tree_util.leaves(pullback(ct)), tree_util.leaves(pull1(ct))):
+        a, b = np.asarray(a), np.asarray(b)
+        scale = max(float(np.max(np.abs(a), initial=0)), float(np.max(np.abs(b), initial=0)),
+                    1.0)
+        tol = 1e-7 if a.dtype.itemsize >= 8 else 1e-3
+        if not np.allclose(a, b, rtol=tol, atol=tol * scale):
+            raise ValueError("linear_transpose: f is not linear: its derivative at a "
+                                 "random point differs from its derivative at 0")
     return pullback
+
+
+def _like(v, x):
+    """``v`` (a float64 array) as a value of ``x``'s kind: a Python float, or ``x``'s dtype."""
+    if isinstance(x, (float, complex)):
+        return type(x)(v)
+    dt = np.asarray(x).dtype
+    return v.astype(dt) if dt.kind in "fc" else np.zeros_like(x)
+
+
+def _zero_of(x):
+    return type(x)(0) if isinstance(x, (float, complex)) else np.zeros_like(x)
