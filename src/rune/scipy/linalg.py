@@ -273,6 +273,10 @@ def solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, check_finite=
         x = b / np.expand_dims(d, -1)
     else:
         m = _structured(a, s, lower)
+        if s == "pos":      # SciPy factors it: a matrix that is not positive definite fails
+            value, batched = _peek(m)
+            if not batched:     # (under vmap each example is not at hand: not checked)
+                np.linalg.cholesky(value)
         x = np.linalg.solve(T(m) if transposed else m, b)
     return _out(x, vector)
 

@@ -39,14 +39,16 @@ def _traced(args, kwargs):
     return any(True for _ in _iter_tracers((args, kwargs)))
 
 
+from ..primitives._util import normalize_axis  # noqa: E402
 from ..primitives._util import shape as _shape  # noqa: E402  (the one shape helper)
 
 
 def _normalize_axis(axis, nd):
+    """Non-negative axes; NumPy's AxisError for one out of range, as SciPy raises."""
     if axis is None:
         return tuple(range(nd))
     axes = axis if isinstance(axis, tuple) else (axis,)
-    return tuple(int(a) % nd if nd else 0 for a in axes)
+    return tuple(normalize_axis(a, max(nd, 1)) if nd else 0 for a in axes)
 
 
 def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False):

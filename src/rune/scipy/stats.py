@@ -316,6 +316,16 @@ def _mvn_logpdf_psd(dev, cov, d):
 
 
 def _dirichlet_logpdf(x, alpha):
+    # SciPy's checks (and messages): rune differentiates only where SciPy computes
+    if np.any(np.asarray(alpha) <= 0):
+        raise ValueError("All parameters must be greater than 0")
+    if np.any(x < 0):
+        raise ValueError("Each entry in 'x' must be greater than or equal to zero.")
+    if np.any(x > 1):
+        raise ValueError("Each entry in 'x' must be smaller or equal one.")
+    if np.any(np.abs(np.sum(x, axis=0) - 1.0) > 10e-10):
+        raise ValueError(f"The input vector 'x' must lie within the normal simplex. but "
+                         f"np.sum(x, 0) = {np.sum(x, axis=0)}.")
     lognorm = np.sum(sc.gammaln(alpha)) - sc.gammaln(np.sum(alpha))
     a = np.reshape(alpha, (-1,) + (1,) * (np.ndim(x) - 1))
     return np.sum(sc.xlogy(a - 1, x), axis=0) - lognorm
