@@ -39,3 +39,35 @@ def test_linear_transpose_refuses_what_is_not_linear(f, why):
         rune.linear_transpose(f, np.array([1.0, 2.0]))
     with pytest.raises(ValueError, match="not linear"):
         rune.linear_transpose(f, np.zeros(2))
+
+
+def _custom_jvp_returning(ret):
+    @rune.custom_jvp
+    def f(x):
+        return np.sin(x)
+
+    @f.defjvp
+    def rule(primals, tangents):
+        (x,), (dx,) = primals, tangents
+        return ret(x, dx)
+
+    return f
+
+
+@pytest.mark.parametrize("ret, match", [
+    (lambda x, dx: (np.sin(x)[:1], np.cos(x) * dx), r"primal output of shapes \[\(1,\)\]"),
+    (lambda x, dx: (np.sin(x), "oops"), "a tangent of type str"),
+    (lambda x, dx: (np.sin(x), (np.cos(x) * dx)[:1]), r"a tangent of shape \(1,\)"),
+])
+def test_custom_jvp_rule_outputs_are_checked_naming_the_rule(ret, match):
+    f = _custom_jvp_returning(ret)
+    x = np.ones(2)
+    with pytest.raises(ValueError, match="JVP rule of the custom_jvp function f"):
+        rune.jvp(f, (x,), (x,))
+    with pytest.raises(ValueError, match=match):
+        rune.grad(lambda x: np.sum(f(x)))(x)
+
+
+def test_a_right_custom_jvp_rule_still_works():
+    f = _custom_jvp_returning(lambda x, dx: (np.sin(x), np.cos(x) * dx))
+    np.testing.assert_allclose(rune.grad(lambda x: np.sum(f(x)))(np.ones(2)), np.cos(1.0))

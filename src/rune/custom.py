@@ -37,7 +37,6 @@ from . import api_util, core
 from . import tree as tree_util
 from .api_util import (
     as_argnum,
-    broadcast_shape,
     dtype_of,
     fun_name,
     is_diff_leaf,
@@ -418,6 +417,7 @@ class custom_jvp(_CustomFunction[P, R]):
     def __init__(self, fun: Callable[P, R], nondiff_argnums: ArgNums = ()) -> None:
         super().__init__(fun, nondiff_argnums)
         self.jvp: Callable[..., Any] | None = None
+        self._checked: set = set()      # input signatures whose rule outputs were checked
 
     def defjvp(self, rule: F) -> F:
         """Set the rule ``rule(primals, tangents) -> (out, tangent_out)``; returns ``rule``."""
@@ -461,6 +461,7 @@ class custom_jvp(_CustomFunction[P, R]):
         args, static, diff, rebuild, leaves, in_tree, state, flat_fun = call
         name = flat_fun.__name__
         rule = self.jvp
+        checked = self._checked
 
         what = types.SimpleNamespace(kind=self.kind, name=name)
 
@@ -482,16 +483,33 @@ class custom_jvp(_CustomFunction[P, R]):
                     f"the JVP rule of the custom_jvp function {name} returned a tangent whose "
                     f"structure does not match the output: "
                     f"{tree_util._mismatch(t_tree, out_tree, 'out')}")
+            key = tuple((shape_of(v), str(dtype_of(v))) for v in p_leaves)
+            if key not in checked:      # once per input signature: the rule's primal output
+                want = flat_fun(*p_leaves)      # is the function's own, in shape and kind
+                got = [(shape_of(o), is_diff_leaf(o)) for o in out_leaves]
+                expected = [(shape_of(o), is_diff_leaf(o)) for o in want]
+                if got != expected:
+                    raise ValueError(
+                        f"the JVP rule of the custom_jvp function {name} returned a primal "
+                        f"output of shapes {[g[0] for g in got]} where {name} itself returns "
+                        f"{[e[0] for e in expected]}")
+                checked.add(key)
+            state.out_tree = out_tree
             paths = None
             fitted = []
             for k, (o, tl) in enumerate(zip(out_leaves, t_leaves_out)):
                 os_, ts = shape_of(o), shape_of(tl)
-                if ts != os_:
-                    if broadcast_shape(ts, os_) != os_:
-                        paths = paths or tree_util.leaf_paths(out_tree, "out")
-                        raise ValueError(
-                            f"the JVP rule of the custom_jvp function {name} returned a "
-                            f"tangent of shape {ts} for {paths[k]}, which has shape {os_}")
+                kind = getattr(getattr(tl, "dtype", None), "kind", None) or np.asarray(
+                    tl).dtype.kind
+                if ts != os_ and ts != () or kind not in "biufc":
+                    paths = paths or tree_util.leaf_paths(out_tree, "out")
+                    got = (f"a tangent of shape {ts}" if kind in "biufc" else
+                           f"a tangent of type {type(tl).__name__}")
+                    raise ValueError(
+                        f"the JVP rule of the custom_jvp function {name} returned {got} for "
+                        f"{paths[k]}, which is an array of shape {os_}: a tangent must have "
+                        f"its output's shape")
+                if ts != os_:       # a scalar tangent (a zero, say) spread over the output
                     tl = np.broadcast_to(tl, os_)     # before any batching adds an axis
                 fitted.append(tl)
             return tuple(out_leaves), tuple(fitted)
