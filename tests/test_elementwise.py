@@ -110,7 +110,6 @@ MIXES_ELEMENTS = {
     "det", "slogdet", "inv", "pinv", "solve", "solve_triangular", "tri_solve", "lu",
     "lu_solve", "lu_solve_nested", "cholesky", "eig", "eigh", "svd", "svd_gauge_free", "qr",
     "expm", "logm", "sqrtm", "solve_sylvester",
-    "split",    # several results: masks are tracked for single-result nodes only
 }
 
 
@@ -123,7 +122,7 @@ def test_structural_zero_declarations():
         "maximum", "minimum", "fmax", "fmin", "where", "getitem", "setitem", "max", "min"}
     assert {p.name for p in prims if p.layout} == {
         "reshape", "transpose", "broadcast_to", "concatenate", "roll", "sum", "cumsum",
-        "index_add", "permute", "scatter_add"}
+        "index_add", "permute", "scatter_add", "split"}
     ew = {p.name for p in prims if p.elementwise}
     assert {"sin", "add", "maximum", "absolute", "conjugate", "real", "imag", "astype"} <= ew
     assert not ew & {"where", "greater"}

@@ -28,6 +28,7 @@ MOVES = {
     "conj": lambda x: np.conj(masked(x)),
     "reshape": lambda x: masked(x).reshape(2, 1),
     "index": lambda x: masked(x)[::-1],
+    "split": lambda x: np.split(masked(x), 2)[1] + np.split(masked(x), 2)[0],
 }
 
 

@@ -110,8 +110,7 @@ class ForwardTrace(Trace):
         if prim.nondiff:    # (as in rune.tape: a floating result a constant)
             return self.lift(out) if _floating(out) else out
         rules = prim.jvp
-        if not prim.multiple_results and (prim.masks or (masked and (prim.elementwise
-                                                                      or prim.layout))):
+        if prim.masks or (masked and (prim.elementwise or prim.layout)):
             return self._process_structural(prim, args, primals, tangents, out, params)
         if prim.multiple_results or callable(rules):
             t_out = self._tangent(prim, primals, tangents, out, params)
@@ -151,7 +150,11 @@ class ForwardTrace(Trace):
                         continue
                     r = prim.jvp[i](v, sout, *sprims, **params)
                     if r is not None:
-                        reach = r if reach is None else reach + r
+                        reach = r if reach is None else (
+                            tuple(a + b for a, b in zip(reach, r)) if prim.multiple_results
+                            else reach + r)
+            if prim.multiple_results:   # (np.split: one mask per result)
+                return self._several_structural(prim, primals, tangents, out, params, reach)
             zeros = None if reach is None else reach == 0
             if none_set(zeros):      # nothing structural here
                 zeros = None
@@ -169,6 +172,20 @@ class ForwardTrace(Trace):
         if zeros is None or t_out is None:
             return ForwardTracer(out, t_out, self)
         return ForwardTracer(out, np.where(zeros, 0, t_out), self, zeros)
+
+    def _several_structural(self, prim, primals, tangents, out, params, reach):
+        """The results of a primitive of several results, each with its own mask."""
+        outs = self._tangent(prim, primals, tangents, out, params)
+        if reach is None:
+            return outs
+        done = []
+        for o, r in zip(outs, reach):
+            z = r == 0
+            if o._tan is None or none_set(z):
+                done.append(o)
+            else:
+                done.append(ForwardTracer(o._val, np.where(z, 0, o._tan), self, z))
+        return tuple(done)
 
     def _tangent(self, prim, primals, tangents, out, params):
         """The output's tangent (for several results: the output tracers)."""

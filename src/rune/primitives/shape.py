@@ -192,7 +192,8 @@ def _split_batch(args, bdims, indices, axis):
 split_p = Primitive(
     "split", lambda x, indices, axis: tuple(np.split(x, indices, axis=axis)),
     jvp=(lambda t, out, x, indices, axis: split_p(t, indices=indices, axis=axis),),
-    vjp=(_split_vjp,), batch=_split_batch, residuals=(), multiple_results=True)
+    vjp=(_split_vjp,), batch=_split_batch, residuals=(), multiple_results=True,
+    layout=True)    # (forward mode tracks a mask per result; reverse mode's are per node)
 
 
 # --------------------------------------------------------------------------
