@@ -96,20 +96,15 @@ class VjpCall(Call):
     def _check_fwd_outputs(self, vals, outs):
         """On the first call with inputs of these shapes and dtypes, run ``fun`` too: its
         outputs and ``fwd``'s must agree in number, shape and kind."""
-        key = tuple((shape_of(v), str(dtype_of(v))) for v in vals)
-        if key in self.checked:
-            return
-        with no_writes(self):
-            want = self.fun(*guarded(vals, self))
-        got = [(shape_of(o), is_diff_leaf(o)) for o in outs]
-        expected = [(shape_of(o), is_diff_leaf(o)) for o in want]
-        if got != expected:
-            raise ValueError(
-                f"the fwd rule of the custom_vjp function {self.name} returned outputs of "
-                f"shape {', '.join(str(s) for s, _ in got) or 'none'}, but {self.name} itself "
-                f"returns shape {', '.join(str(s) for s, _ in expected) or 'none'}; fwd "
-                f"must return (the function's output, residuals)")
-        self.checked.add(key)
+        def run():
+            with no_writes(self):
+                return self.fun(*guarded(vals, self))
+
+        _check_rule_outputs(self.checked, vals, outs, run, lambda got, expected: (
+            f"the fwd rule of the custom_vjp function {self.name} returned outputs of "
+            f"shape {', '.join(str(s) for s in got) or 'none'}, but {self.name} itself "
+            f"returns shape {', '.join(str(s) for s in expected) or 'none'}; fwd "
+            f"must return (the function's output, residuals)"))
 
     def forward(self, trace, primals, tangents):
         raise TypeError(
@@ -196,6 +191,20 @@ class _CustomFunction(Generic[P, R]):
         flat_fun.__name__ = name
         flat_fun.__wrapped__ = fun
         return args, static, diff, rebuild, leaves, in_tree, state, flat_fun
+
+
+def _check_rule_outputs(checked, vals, outs, run, message):
+    """Once per input signature (the shapes and dtypes of ``vals``): a rule's primal
+    outputs ``outs`` must be the function's own (``run()``) in shape and kind, else
+    ``ValueError(message(got shapes, expected shapes))``."""
+    key = tuple((shape_of(v), str(dtype_of(v))) for v in vals)
+    if key in checked:
+        return
+    got = [(shape_of(o), is_diff_leaf(o)) for o in outs]
+    expected = [(shape_of(o), is_diff_leaf(o)) for o in run()]
+    if got != expected:
+        raise ValueError(message([g[0] for g in got], [e[0] for e in expected]))
+    checked.add(key)
 
 
 class custom_vjp(_CustomFunction[P, R]):
@@ -483,17 +492,11 @@ class custom_jvp(_CustomFunction[P, R]):
                     f"the JVP rule of the custom_jvp function {name} returned a tangent whose "
                     f"structure does not match the output: "
                     f"{tree_util._mismatch(t_tree, out_tree, 'out')}")
-            key = tuple((shape_of(v), str(dtype_of(v))) for v in p_leaves)
-            if key not in checked:      # once per input signature: the rule's primal output
-                want = flat_fun(*p_leaves)      # is the function's own, in shape and kind
-                got = [(shape_of(o), is_diff_leaf(o)) for o in out_leaves]
-                expected = [(shape_of(o), is_diff_leaf(o)) for o in want]
-                if got != expected:
-                    raise ValueError(
-                        f"the JVP rule of the custom_jvp function {name} returned a primal "
-                        f"output of shapes {[g[0] for g in got]} where {name} itself returns "
-                        f"{[e[0] for e in expected]}")
-                checked.add(key)
+            _check_rule_outputs(checked, p_leaves, out_leaves, lambda: flat_fun(*p_leaves),
+                                lambda got, expected: (
+                                    f"the JVP rule of the custom_jvp function {name} returned "
+                                    f"a primal output of shapes {got} where {name} itself "
+                                    f"returns {expected}"))
             state.out_tree = out_tree
             paths = None
             fitted = []
