@@ -55,7 +55,7 @@ IDS = ["checkpoint", "custom_vjp", "custom_jvp"]
                                         ((None, None), np.ones(3))], ids=["x-mapped", "none"])
 def test_block_cannot_write_into_the_callers_array_under_vmap(make, in_axes, x):
     w = np.ones(3)
-    with pytest.raises(NotImplementedError, match="wrote into one of its arguments"):
+    with pytest.raises(NotImplementedError, match="wrote into (one of )?its argument"):
         rune.vmap(make(), in_axes=in_axes, axis_size=2)(x, w)
     np.testing.assert_array_equal(w, np.ones(3))
 
@@ -64,7 +64,7 @@ def test_block_cannot_write_into_the_callers_array_under_vmap(make, in_axes, x):
 def test_block_cannot_write_into_the_callers_array_under_grad_of_vmap(make):
     w = np.ones(3)
     block = make()
-    with pytest.raises(NotImplementedError, match="wrote into one of its arguments"):
+    with pytest.raises(NotImplementedError, match="wrote into (one of )?its argument"):
         rune.grad(lambda x: np.sum(rune.vmap(block, in_axes=(0, None))(x, w)))(
             np.ones((2, 3)))
     np.testing.assert_array_equal(w, np.ones(3))
@@ -101,7 +101,7 @@ def test_a_write_inside_a_construct_is_never_a_silently_different_value(make):
     if make is not _writing_custom_vjp:     # (forward mode has no custom_vjp rule)
         runs.append(lambda: rune.jvp(lambda x: f(x, block), (np.ones(1),), (np.ones(1),)))
     for run in runs:
-        with pytest.raises(NotImplementedError, match="wrote into one of its arguments"):
+        with pytest.raises(NotImplementedError, match="wrote into (one of )?its argument"):
             run()
 
 

@@ -54,7 +54,7 @@ def test_inputs_never_mutated(tr):
             rune.vmap(mutating_branch_unique_4)(X)
         np.testing.assert_array_equal(X, Xk)
     elif tr == "checkpoint_jvp":       # a write into a checkpoint's argument: refused
-        with pytest.raises(NotImplementedError, match="wrote into one of its arguments"):
+        with pytest.raises(NotImplementedError, match="wrote into (one of )?its argument"):
             rune.jvp(rune.checkpoint(mutating), (x,), (t,))
     elif tr == "jacfwd":
         rune.jacfwd(mutating)(x)
@@ -66,7 +66,7 @@ def test_inputs_never_mutated(tr):
         rune.hvp(mutating, (x,), (t,))
         np.testing.assert_allclose(t, 1.0)
     else:
-        with pytest.raises(NotImplementedError, match="wrote into one of its arguments"):
+        with pytest.raises(NotImplementedError, match="wrote into (one of )?its argument"):
             rune.grad(rune.checkpoint(mutating))(x)
     np.testing.assert_array_equal(x, keep)
     np.testing.assert_array_equal(t, np.ones(3))

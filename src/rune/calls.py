@@ -65,26 +65,28 @@ class Call:
             f"(no rule for this transformation)")
 
 
-def _write_message(call):
-    return (f"the {call.kind} function {call.name} wrote into one of its arguments (x[i] = v, "
+def _write_message(call, path=None):
+    which = f"its argument {path}" if path else "one of its arguments"
+    return (f"the {call.kind} function {call.name} wrote into {which} (x[i] = v, "
             f"x += v, out=x): inside {call.kind}, that write cannot reach the caller's array "
             f"as it would without {call.kind}, so rune refuses it rather than give a "
             f"different value. Write into a copy (x = x.copy()) and return it instead")
 
 
-def guarded(values, call):
+def guarded(values, call, paths=None):
     """``values`` for the user's code run inside ``call`` (SPEC 4: a call construct keeps
     NumPy's semantics for writes into its arguments, or raises): plain arrays as read-only
     views and traced values re-wrapped to refuse writes, naming the call; never the
     caller's own objects."""
     out = []
-    for v in values:
+    for k, v in enumerate(values):
         if type(v) is np.ndarray:
             v = v.view()
             v.flags.writeable = False
         elif isinstance(v, Tracer):
             v = private_copies([v])[0]
-            views.refuse_writes(v, NotImplementedError, _write_message(call))
+            views.refuse_writes(v, NotImplementedError,
+                                _write_message(call, paths[k] if paths else None))
         out.append(v)
     return out
 

@@ -191,12 +191,13 @@ def checkpoint(fun: Callable[P, R], *, static_argnums: int | tuple[int, ...] = (
         def flat_fun(*xs):
             f = plain if make is None else make(xs[:n_extra])
             # (every run: the forward pass, jvp, vmap, the backward pass's re-run)
-            a, kw = tree_util.unflatten(in_tree, guarded(xs[n_extra:], what))
+            a, kw = tree_util.unflatten(in_tree, guarded(xs[n_extra:], what, paths))
             with no_writes(what):
                 out_leaves, state["tree"] = tree_util.flatten(f(*a, **kw))
             return tuple(out_leaves)
 
         what = CheckpointCall(None, name)
+        paths = _arg_paths(fun, in_tree)
 
         flat_fun.__name__ = name
         flat_fun.__wrapped__ = _function_key_holder(fun)
@@ -347,3 +348,22 @@ def _function_key_holder(fun):
             break
         f = f.__wrapped__
     return types.SimpleNamespace(__code__=getattr(f, "__code__", None) or id(fun))
+
+
+def _arg_paths(fun, in_tree):
+    """Each leaf of ``(args, kwargs)`` named by ``fun``'s parameter (for error messages)."""
+    paths = tree_util.leaf_paths(in_tree, "")
+    try:
+        import inspect
+        names = list(inspect.signature(fun).parameters)
+    except (TypeError, ValueError):
+        return paths
+    out = []
+    for p in paths:     # "[0][0][1]" -> "x[1]": the first index is args, the next the param
+        if p.startswith("[0]["):
+            k, _, rest = p[4:].partition("]")
+            if k.isdigit() and int(k) < len(names):
+                out.append(names[int(k)] + rest)
+                continue
+        out.append(p)
+    return out
