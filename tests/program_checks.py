@@ -85,6 +85,18 @@ def check_program(p, data=None, in_axes=None):
         step = "inputs unchanged"
         for x, b in zip(inputs, before):
             np.testing.assert_array_equal(x, b)
+        step = "a pullback after its inputs and results were written into (issue 24)"
+        out, pull = rune.vjp(f, *inputs)
+        ct = np.ones_like(out)
+        first = [g.copy() for g in pull(ct)]
+        for x in inputs:            # the caller reuses its buffers, and writes into
+            x += 1.0                # what it got back (an optimizer step)
+        for g in pull(ct):
+            g -= 1.0
+        for g, g0 in zip(pull(ct), first):
+            np.testing.assert_array_equal(g, g0)
+        for x, b in zip(inputs, before):
+            x[...] = b
     except Exception as e:
         err = Disagreement(f"{step}: {type(e).__name__}: {_first_lines(str(e))}\n\n"
                            f"{p.source}\ninputs = {_inputs_source(p.inputs)}\n"

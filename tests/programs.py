@@ -422,7 +422,14 @@ def op_method(draw, p):
     v = p.env[a]
     nd = np.ndim(v)
     kind = draw(st.sampled_from(["mean", "prod", "cumsum", "clip", "dot", "reshape", "swapaxes",
-                                 "squeeze", "std", "min", "flatten", "ptp"]))
+                                 "squeeze", "std", "min", "flatten", "ptp", "keywords"]))
+    if kind == "keywords":      # NumPy's keywords on the method forms (issue 24)
+        call = draw(st.sampled_from([f"{a}.reshape(-1, order='F')", f"{a}.flatten('F')",
+                                     f"{a}.ravel(order='F')",
+                                     f"{a}.sum(axis=0, keepdims=True)" if nd else f"{a}.sum()",
+                                     f"{a}.astype(np.float64, casting='same_kind')",
+                                     f"{a}.copy(order='F')"]))
+        return p.try_assign(call) is not None
     if kind in ("mean", "cumsum", "flatten", "reshape", "squeeze"):
         arg = {"mean": f"axis={_axis(draw, nd, multi=False)}" if nd else "",
                "cumsum": "", "flatten": "", "reshape": "-1", "squeeze": ""}[kind]

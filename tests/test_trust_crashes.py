@@ -36,3 +36,26 @@ def test_a_boolean_index_that_does_not_match_raises_numpys_indexerror(idx):
         x[idx]
     with pytest.raises(IndexError, match="boolean index did not match"):
         rune.grad(lambda x: np.sum(x[idx]))(x)
+
+
+def test_a_write_through_a_0d_view_reaches_its_base():
+    """x[...] of a 0-d array is a view in NumPy (found by the random-program tester: jvp and
+    grad gave the derivative of the unwritten value)."""
+    def h(x0):
+        v2 = x0.copy()
+        v7 = v2[...]
+        v7 *= np.cosh(v2)
+        return v2
+
+    def g(x0):
+        v2 = x0.copy()
+        v7 = np.expand_dims(v2, 0)[...]
+        v7 *= np.cosh(v2)
+        return v2
+
+    x = np.array(0.42)
+    for f in (h, g):
+        assert f(x) == x * np.cosh(x)
+        np.testing.assert_allclose(rune.vjp(f, x)[0], f(x))
+        np.testing.assert_allclose(rune.grad(f)(x), np.cosh(x) + x * np.sinh(x))
+        rune.check_grads(f, x, order=2)      # (perturbed 0-d arrays stay arrays)

@@ -86,8 +86,12 @@ def _leaf_paths(f, args):
 def _perturb(args, in_tree, leaves, j, v, eps):
     new = list(leaves)
     x = leaves[j]
-    new[j] = (np.asarray(x) + eps * np.asarray(v)).astype(np.asarray(x).dtype) \
-        if not isinstance(x, (float, complex)) else x + eps * v
+    if isinstance(x, (float, complex)):
+        new[j] = x + eps * v
+    else:           # the argument's own kind: a 0-d array stays an array (NumPy's arithmetic
+        val = (np.asarray(x) + eps * np.asarray(v)).astype(np.asarray(x).dtype)  # gives a
+        new[j] = np.array(val) if isinstance(x, np.ndarray) else val    # scalar, whose
+        #                                                     writes do not reach views)
     return tree_util.unflatten(in_tree, new)
 
 

@@ -28,7 +28,7 @@ import numpy as np
 
 from .. import core
 from ..core import Tracer
-from ..dispatch import FUNCTIONS
+from .. import views
 
 __all__ = ["scalar_indexing_enabled", "enable_scalar_indexing"]
 
@@ -37,12 +37,12 @@ __all__ = ["scalar_indexing_enabled", "enable_scalar_indexing"]
 # x[()], x[...], v[...] = w on 0-d traced values
 # --------------------------------------------------------------------------
 
-def _getitem0(self, idx):
-    return FUNCTIONS["getitem"](self, idx)
+def _getitem0(self, idx):        # x[...] of a 0-d array is a view of it, as in NumPy
+    return views.getitem(self, idx)
 
 
-def _setitem0(self, idx, value):
-    self._assign(FUNCTIONS["setitem"](self, idx, value))
+def _setitem0(self, idx, value):    # (a write into a 0-d view reaches its base)
+    views.setitem(self, idx, value)
 
 
 _SQ_ITEM = 3          # sq_length, sq_concat, sq_repeat, sq_item
