@@ -112,6 +112,14 @@ def broadcast_shape(a, b):
         return None
 
 
+def is_floating_value(out):
+    """Whether a result without derivative is floating (``np.floor(x)``): it then stays a
+    traced constant, so that ``np.rint(x).dot(x)`` and writes into it work as for arrays
+    (comparisons and integers stay plain: SPEC 3)."""
+    dtype = getattr(out, "dtype", None)
+    return dtype is not None and dtype.kind in "fc"
+
+
 def as_array(x):
     """A Python float or complex number as a 0-d array; anything else unchanged."""
     if isinstance(x, (float, complex)):

@@ -91,6 +91,9 @@ def guarded(values, call, paths=None):
     return out
 
 
+_NUMPY_READ_ONLY = ("assignment destination is read-only", "output array is read-only")
+
+
 class no_writes:
     """Around user code run on :func:`guarded` values: NumPy's read-only error (a write
     into a plain argument) becomes the same clear error as a traced one's."""
@@ -104,7 +107,8 @@ class no_writes:
         return self
 
     def __exit__(self, kind, e, tb):
-        if kind is not None and issubclass(kind, ValueError) and "read-only" in str(e):
+        if kind is not None and issubclass(kind, ValueError) and any(
+                m in str(e) for m in _NUMPY_READ_ONLY):     # (NumPy's own messages only)
             raise NotImplementedError(_write_message(self.call)) from e
         return False
 

@@ -20,6 +20,7 @@ from .api_util import (
     check_aux_pair,
     check_leaves,
     is_diff_leaf,
+    is_floating_value,
     shape_of,
     unalias,
     zero_like,
@@ -29,7 +30,6 @@ from .core import (Trace, Tracer, TracerConversionError, bind, new_trace, rank, 
                    tracer_class_pair)
 from .primitives.backends import ones_shaped_like
 from .residuals import indicator_dtype, none_set
-from .tape import _floating
 
 _ndarray = np.ndarray
 __all__ = ["jvp"]
@@ -108,7 +108,7 @@ class ForwardTrace(Trace):
         primals, tangents, masked = self.unwrap_masked(args)
         out = prim.impl(*primals, **params) if self.bottom else bind(prim, *primals, **params)
         if prim.nondiff:    # (as in rune.tape: a floating result a constant)
-            return self.lift(out) if _floating(out) else out
+            return self.lift(out) if is_floating_value(out) else out
         rules = prim.jvp
         if prim.masks or (masked and (prim.elementwise or prim.layout)):
             return self._process_structural(prim, args, primals, tangents, out, params)

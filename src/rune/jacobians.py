@@ -251,7 +251,9 @@ def linearize(f: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[..., 
 def linear_transpose(f: Callable[..., Any], *primals: Any) -> Pullback:
     """The transpose of a linear ``f``: ``f_t(ct)`` is a tuple with one cotangent per
     argument (``primals`` give the arguments' shapes and dtypes; their values do not
-    matter since ``f`` is linear).
+    matter since ``f`` is linear).  ``f`` is checked to be linear: ``f(0)`` must be 0 and its
+    derivative at a random point the same as at 0 (so ``f`` runs three times), else
+    ``ValueError``.
 
     >>> import numpy as np, rune
     >>> A = np.array([[1.0, 2.0], [3.0, 4.0]])

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .api_util import as_array, is_diff_leaf
+from .api_util import as_array, is_diff_leaf, is_floating_value
 from .calls import leaked
 from .core import NO_PARAMS, Trace, Tracer, bind, rank, tracer_class_pair
 from .kept import Kept
@@ -75,14 +75,6 @@ class ReverseTracer(Tracer):
 
 
 _ReverseArrayTracer = tracer_class_pair(ReverseTracer)
-
-
-def _floating(out):
-    """Whether a result without derivative is floating (``np.floor(x)``): it then stays a
-    traced constant, so that ``np.rint(x).dot(x)`` and writes into it work as for arrays
-    (comparisons and integers stay plain: SPEC 3)."""
-    dtype = getattr(out, "dtype", None)
-    return dtype is not None and dtype.kind in "fc"
 
 
 class ReverseTrace(Trace):
@@ -151,7 +143,7 @@ class ReverseTrace(Trace):
         else:
             out = prim.impl(*vals)
         if prim.nondiff:    # booleans, integers plain; a floating result (np.floor(x)) a
-            return self.lift(out) if _floating(out) else out    # constant, an array still
+            return self.lift(out) if is_floating_value(out) else out    # constant, an array still
         if not parents:
             node = None
         else:
