@@ -53,6 +53,21 @@ CASES = {
              "g(P)",
              "import workloads as w\nP = w.mlp8_params()\ng = rune.value_and_grad(w.mlp8_loss)\n",
              (20, 120), 1),
+    "tiny-jit": ("instructions per call of jit(grad(lambda x: np.sum(np.sin(x)))) on 3 elements "
+                 "(replayed)", "g(x)",
+                 "import numpy as np\nx = np.ones(3)\n"
+                 "g = rune.jit(rune.grad(lambda x: np.sum(np.sin(x))))\ng(x)\n",
+                 (200, 1200), 1),
+    "chain-jit": ("instructions per operation of jit(grad) of issue 27's 200-op chain (replayed)",
+                  "g(x)",
+                  "import numpy as np\nimport workloads as w\nx = np.linspace(0.1, 0.9, 16)\n"
+                  "g = rune.jit(rune.grad(w.chain27))\ng(x)\n",
+                  (10, 60), 200),
+    "mlp8-jit": ("instructions per call of jit(value_and_grad) of the 64-32-10 MLP (replayed)",
+                 "g(P)",
+                 "import workloads as w\nP = w.mlp8_params()\n"
+                 "g = rune.jit(rune.value_and_grad(w.mlp8_loss))\ng(P)\n",
+                 (20, 120), 1),
     "outside": ("instructions of plain NumPy/SciPy calls (asarray, sum, mean of a list, "
                 "logsumexp, norm.logpdf) outside transformations, before any transformation ran",
                 "plain()", "import plain_calls\nplain = plain_calls.calls\n", (50, 250), 1),

@@ -17,6 +17,7 @@ from .jacobians import jacfwd, jacrev, hessian, hvp, linearize, linear_transpose
 from .testing import check_grads
 from .checkpoint import checkpoint, remat
 from .custom import custom_vjp, custom_jvp
+from .jit import jit
 
 _numpy_api.install()
 _numpy.scalars.enable_scalar_indexing()    # x[()] on 0-d traced values (every class exists now)
@@ -25,7 +26,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "grad", "value_and_grad", "vjp", "jvp", "vmap", "jacfwd", "jacrev", "hessian", "hvp",
-    "linearize", "linear_transpose",
+    "linearize", "linear_transpose", "jit",
     "stop_gradient", "check_grads", "tree", "checkpoint", "remat", "custom_vjp", "custom_jvp",
     "TracerConversionError", "BatchedControlFlowError", "PerformanceWarning",
 ]

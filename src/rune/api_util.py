@@ -345,6 +345,8 @@ def cast_like(c, dtype):
 def to_user(g, leaf):
     """A cotangent returned to the user: the leaf's own type and dtype."""
     if isinstance(g, Tracer):
+        if g._trace.records and isinstance(leaf, Tracer):   # rune.jit recording: the type
+            return g._trace.like_leaf(g, leaf)                # the replay must give
         return g
     if isinstance(leaf, (float, complex)):
         return type(leaf)(g) if not (isinstance(leaf, float) and np.iscomplexobj(g)) \

@@ -196,6 +196,7 @@ class Trace:
 
     __slots__ = ("level", "active", "bottom")
     kind = "transformation"
+    records = False     # rune.jit's recording level: arrays it reads are read anew on replay
 
     def __init__(self):
         self.level = next(_levels)

@@ -87,3 +87,17 @@ class Kept:
                 f"see; rune keeps arrays over {COPY_BELOW >> 20} MiB by reference: write "
                 f"into a copy (or a new array) instead, or make the array read-only "
                 f"(a.flags.writeable = False) to promise it does not change")
+
+
+class ReadAnew(Kept):
+    """Under ``rune.jit``'s recording the tape keeps the user's arrays by reference: the
+    program it records reads them anew on every replay, as eager code would."""
+
+    __slots__ = ()
+
+    def keep(self, v, what):
+        return v
+
+    def check(self):
+        pass
+

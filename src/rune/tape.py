@@ -16,8 +16,8 @@ import numpy as np
 
 from .api_util import as_array, is_diff_leaf, is_floating_value
 from .calls import leaked
-from .core import NO_PARAMS, Trace, Tracer, bind, rank, tracer_class_pair
-from .kept import Kept
+from .core import NO_PARAMS, Trace, Tracer, _stack, bind, rank, tracer_class_pair
+from .kept import Kept, ReadAnew
 from .residuals import Dropped, _kept_args, _new, _plan
 
 _ndarray = np.ndarray
@@ -84,7 +84,8 @@ class ReverseTrace(Trace):
     def __init__(self):
         Trace.__init__(self)
         self.tape = []
-        self.kept = Kept()      # the user's arrays the tape keeps (rune.kept)
+        stack = _stack.get()    # the user's arrays the tape keeps (rune.kept)
+        self.kept = ReadAnew() if stack and stack[0].records else Kept()
         self.leaks = None       # (node, where) of values that left through .item()
 
     def note_leak(self, x, where):
