@@ -186,13 +186,12 @@ def _cubic_min(lo, hi):
     left, right = min(a, b), max(a, b)
     margin = 0.1 * (right - left)
     if np.isfinite(fb) and np.isfinite(db):
-        d1 = da + db - 3 * (fa - fb) / (a - b)
-        rad = d1 * d1 - da * db
-        if rad >= 0:
-            d2 = np.copysign(np.sqrt(rad), b - a)
+        with np.errstate(all="ignore"):     # overflow: a NaN here means bisection
+            d1 = da + db - 3 * (fa - fb) / (a - b)
+            rad = d1 * d1 - da * db
+            d2 = np.copysign(np.sqrt(max(rad, 0.0)), b - a)
             denom = db - da + 2 * d2
-            if denom != 0:
-                t = b - (b - a) * (db + d2 - d1) / denom
-                if left + margin <= t <= right - margin:
-                    return float(t)
+            t = b - (b - a) * (db + d2 - d1) / denom if denom != 0 else np.nan
+        if rad >= 0 and left + margin <= t <= right - margin:
+            return float(t)
     return 0.5 * (a + b)
