@@ -350,6 +350,26 @@ def test_check_grads_through_unrolled_steps(make):
     rune.check_grads(final_loss, p0.w, p0.b, 0.05, order=1, modes=("fwd", "rev"))
 
 
+def test_vmap_of_training_steps_against_a_loop():
+    """Many small models trained at once: vmap over the parameters, clipping included."""
+    opt = optim.chain(optim.clip_by_global_norm(1.0), optim.adamw(0.1, weight_decay=0.1))
+
+    def train(w, b):
+        p = Params(w, b)
+        state = opt.init(p)
+        for _ in range(3):
+            updates, state = opt.update(rune.grad(loss)(p), state, p)
+            p = optim.apply_updates(p, updates)
+        return p.w, p.b
+    rng = np.random.default_rng(1)
+    ws, bs = rng.normal(size=(4, 3, 2)), rng.normal(size=(4, 2))
+    got = rune.vmap(train)(ws, bs)
+    for i in range(4):
+        want = train(ws[i], bs[i])
+        np.testing.assert_allclose(got[0][i], want[0], **EXACT)
+        np.testing.assert_allclose(got[1][i], want[1], **EXACT)
+
+
 # --------------------------------------------------------------------------
 # errors
 # --------------------------------------------------------------------------
