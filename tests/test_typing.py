@@ -15,9 +15,9 @@ import rune.typing
 def _public_callables():
     for name in rune.__all__:
         obj = getattr(rune, name)
-        if name == "tree":
-            for sub in rune.tree.__all__:
-                yield f"rune.tree.{sub}", getattr(rune.tree, sub)
+        if name in ("tree", "optim"):       # the namespaces: their own public names
+            for sub in obj.__all__:
+                yield f"rune.{name}.{sub}", getattr(obj, sub)
         elif inspect.isclass(obj) and issubclass(obj, BaseException):
             continue          # exceptions and warnings take Python's own signatures
         else:

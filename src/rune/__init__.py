@@ -18,6 +18,7 @@ from .testing import check_grads
 from .checkpoint import checkpoint, remat
 from .custom import custom_vjp, custom_jvp
 from .jit import jit
+from . import optim     # (SciPy only when rune.optim.minimize is called)
 
 _numpy_api.install()
 _numpy.scalars.enable_scalar_indexing()    # x[()] on 0-d traced values (every class exists now)
@@ -28,5 +29,5 @@ __all__ = [
     "grad", "value_and_grad", "vjp", "jvp", "vmap", "jacfwd", "jacrev", "hessian", "hvp",
     "linearize", "linear_transpose", "jit",
     "stop_gradient", "check_grads", "tree", "checkpoint", "remat", "custom_vjp", "custom_jvp",
-    "TracerConversionError", "BatchedControlFlowError", "PerformanceWarning",
+    "optim", "TracerConversionError", "BatchedControlFlowError", "PerformanceWarning",
 ]

@@ -24,11 +24,12 @@ import functools
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from .tree_ravel import ravel_leaves as _ravel_leaves
 from .typing import IsLeaf, PyTree
 
 __all__ = ["flatten", "unflatten", "leaves", "structure", "map", "register",
            "TreeDef", "flatten_with_paths", "leaf_paths", "map_with_path", "leaves_with_path",
-           "reduce", "transpose"]
+           "reduce", "transpose", "ravel"]
 
 
 class _NodeType:
@@ -360,8 +361,6 @@ def _matching_leaves(td, rest, is_leaf, what):
     return others
 
 
-
-
 def broadcast_prefix(prefix, tree, is_leaf_prefix, root="", what="prefix", of="argument"):
     """Expand ``prefix`` (a tree prefix of ``tree``) to one entry per leaf of ``tree``.
 
@@ -402,7 +401,6 @@ def _node_keys_text(obj, node, aux, ch):
     if isinstance(obj, dict):
         return f"keys {list(obj)}"
     return type(obj).__name__
-
 
 
 # --------------------------------------------------------------------------
@@ -470,3 +468,17 @@ def transpose(outer_treedef: TreeDef, inner_treedef: TreeDef, tree: PyTree) -> P
     rows = [flat[i * n_in:(i + 1) * n_in] for i in range(n_out)]
     cols = [unflatten(outer_treedef, [row[j] for row in rows]) for j in range(n_in)]
     return unflatten(inner_treedef, cols)
+
+
+def ravel(tree: PyTree) -> tuple[Any, Callable[[Any], PyTree]]:
+    """``(flat, unravel)``: ``tree``'s leaves in one 1-d array, and its inverse (JAX's
+    ``ravel_pytree``; dtypes, kinds and derivatives: :mod:`rune.tree_ravel`).
+
+    >>> import numpy as np, rune
+    >>> flat, unravel = rune.tree.ravel({"a": np.ones(2), "b": 3.0})
+    >>> flat, unravel(flat + 1)
+    (array([1., 1., 3.]), {'a': array([2., 2.]), 'b': 4.0})
+    """
+    lv, td = flatten(tree)
+    flat, unravel_leaves = _ravel_leaves(lv, lambda: leaf_paths(td, "tree"))
+    return flat, lambda v: unflatten(td, unravel_leaves(v))
