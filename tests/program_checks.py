@@ -82,6 +82,16 @@ def check_program(p, data=None, in_axes=None):
             w = rng.standard_normal(np.shape(f(*inputs)))
             g = rune.grad(lambda *xs: np.sum(f(*xs) * w), argnums=tuple(range(len(inputs))))
             check_vmap(g, *args, in_axes=in_axes, rtol=1e-8, atol=1e-8 * BOUND)
+        step = "jit(grad) and jit(f) replayed against eager, bit for bit"
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore", rune.PerformanceWarning)
+            eager_f = lambda *xs: rune.vjp(f, *xs)[0]   # noqa: E731  (rune's kernels)
+            for fun, eager in ((g, g), (f, eager_f)):
+                jitted = rune.jit(fun)
+                jitted(*inputs)                     # recorded
+                for k in (1, 2):                    # replayed on other values
+                    xs = [x + 0.05 * k for x in inputs]
+                    _bitwise(jitted(*xs), eager(*xs))
         step = "inputs unchanged"
         for x, b in zip(inputs, before):
             np.testing.assert_array_equal(x, b)
@@ -103,6 +113,18 @@ def check_program(p, data=None, in_axes=None):
                            f"in_axes = {in_axes!r}  # for vmap")
         err.in_axes = in_axes
         raise err from e
+
+
+def _bitwise(a, b):
+    """The same tree of the same types, shapes, dtypes and bytes."""
+    la, ta = rune.tree.flatten(a)
+    lb, tb = rune.tree.flatten(b)
+    assert ta == tb, f"tree {ta} != {tb}"
+    for x, y in zip(la, lb):
+        assert type(x) is type(y), f"{type(x).__name__} != {type(y).__name__}"
+        x, y = np.asarray(x), np.asarray(y)
+        assert x.shape == y.shape and x.dtype == y.dtype and x.tobytes() == y.tobytes(), \
+            f"{x!r} != {y!r}"
 
 
 def _first_lines(s, n=8):

@@ -244,3 +244,19 @@ def test_the_module_examples_run():
     import doctest
     result = doctest.testmod(jit_module)
     assert result.attempted >= 4 and result.failed == 0
+
+
+def test_rune_decisions_on_numbers_are_recorded_not_baked():
+    """np.linalg.solve factors the matrix (LU) and checks for a triangle on its numbers:
+    under jit both are operations of the program, so a new matrix is factored anew."""
+    loss = lambda A, b: np.sum(np.linalg.solve(A, b) ** 2)     # noqa: E731
+    g = rune.jit(rune.grad(loss, argnums=(0, 1)))
+    rng = np.random.default_rng(3)
+    A = rng.standard_normal((3, 3)) + 3 * np.eye(3)
+    for k in range(3):
+        B = A + k * 0.3 * rng.standard_normal((3, 3))
+        _same(g(B, np.ones(3)), rune.grad(loss, argnums=(0, 1))(B, np.ones(3)))
+    T = np.tril(A)                  # exactly triangular: another branch, recorded anew
+    _same(g(T, np.ones(3)), rune.grad(loss, argnums=(0, 1))(T, np.ones(3)))
+    assert len(g._rune_jit.programs[next(iter(g._rune_jit.programs))]) == 2
+    assert "lu_factor" in g.listing(A, np.ones(3))

@@ -28,10 +28,12 @@ LAYERS = {
     "rune.dispatch": ("rune.core", "rune.intercept"),
     "rune.primitives": ("rune.core", "rune.dispatch", "rune.primitives"),
     "rune.layouts": ("rune.core",),
+    "rune.concrete": ("rune.core",),     # decisions on numbers, recordable by rune.jit
     "rune.views": ("rune.core", "rune.dispatch", "rune.layouts"),
     "rune.numpy": ("rune.core", "rune.dispatch", "rune.primitives", "rune.numpy",
-                   "rune.views"),      # the view machinery (views.mark_view)
-    "rune.scipy": ("rune.core", "rune.dispatch", "rune.primitives", "rune.numpy", "rune.scipy"),
+                   "rune.views", "rune.concrete"),      # the view machinery (views.mark_view)
+    "rune.scipy": ("rune.core", "rune.dispatch", "rune.primitives", "rune.numpy", "rune.scipy",
+                   "rune.concrete"),
 }
 
 

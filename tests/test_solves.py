@@ -44,8 +44,8 @@ class _Count:
         for p in (solves.tri_solve_p, solves.lu_solve_p, solves.lu_solve_nested_p,
                   linalg.solve_p):
             monkeypatch.setattr(p, "impl", self._wrap(p.name, p.impl))
-        monkeypatch.setattr(solves, "lu_factor", self._wrap("getrf", solves.lu_factor))
-        monkeypatch.setattr(np_linalg.solves, "lu_factor", solves.lu_factor)
+        monkeypatch.setattr(solves.lu_factor_p, "impl",
+                            self._wrap("getrf", solves.lu_factor_p.impl))
 
     def _wrap(self, name, f):
         def counted(*args, **kwargs):

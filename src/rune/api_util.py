@@ -316,6 +316,8 @@ def zero_like(x, what=None):
     A leaf that is not a number or an array (a string) has no zero: None, or a
     TypeError naming ``what`` when given.
     """
+    if isinstance(x, Tracer) and x._trace.records:     # rune.jit recording: what eager
+        x = x._val                                       # rune gives the plain value
     if isinstance(x, bool):
         return False
     if isinstance(x, (int, float, complex)):
@@ -344,9 +346,11 @@ def cast_like(c, dtype):
 
 def to_user(g, leaf):
     """A cotangent returned to the user: the leaf's own type and dtype."""
+    if isinstance(leaf, Tracer) and leaf._trace.records:   # rune.jit recording: the type
+        if isinstance(g, Tracer):                          # eager rune gives the plain
+            return leaf._trace.like_leaf(g, leaf)          # input, on replay too
+        leaf = leaf._val
     if isinstance(g, Tracer):
-        if g._trace.records and isinstance(leaf, Tracer):   # rune.jit recording: the type
-            return g._trace.like_leaf(g, leaf)                # the replay must give
         return g
     if isinstance(leaf, (float, complex)):
         return type(leaf)(g) if not (isinstance(leaf, float) and np.iscomplexobj(g)) \

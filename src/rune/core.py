@@ -364,17 +364,17 @@ class Tracer:
         raise TypeError("unhashable type: a traced array")
 
     def __repr__(self):
-        value, batched = _peek(self)
+        value, batched = _peek(self, False)
         where = " (batched by vmap: all examples shown)" if batched else ""
         return f"{type(self).__name__}({value!r}){where}"
 
     def __str__(self):
-        value, batched = _peek(self)
+        value, batched = _peek(self, False)
         return str(value)
 
     def __format__(self, spec):
         """``f"{loss:.3f}"`` inside a transformed function formats the concrete value."""
-        value, batched = _peek(self)
+        value, batched = _peek(self, False)
         if not spec:
             return str(value)
         if getattr(value, "ndim", 1) == 0:
@@ -430,13 +430,16 @@ def to_plain_array(value, dtype=None):
     return _np_asarray(value, dtype)
 
 
-def _peek(x):
-    """The concrete numbers behind a traced value, for printing: never a conversion that
-    could trigger vmap's per-example fallback.  Returns ``(value, batched)``."""
+def _peek(x, guard=True):
+    """The concrete numbers behind a traced value: never a conversion that could trigger
+    vmap's per-example fallback.  Returns ``(value, batched)``.  ``guard``: a decision is
+    made on them, which ``rune.jit``'s replay must check (printing passes False)."""
     batched = False
     while isinstance(x, Tracer):
         if getattr(x, "_bdim", None) is not None:
             batched = True
+        elif guard and x._trace.records:
+            x._concrete()
         x = x._val
     return x, batched
 

@@ -155,24 +155,27 @@ class JitTrace(Trace):
         key = _key(prim, refs, params)
         hit = self.seen.get(key) if key is not None else None
         if hit is not None:         # the same kernel on the same values (sin(x) in the
-            return hit              # forward pass and again in cos's rule): computed once
+            out, slots = hit        # forward pass and again in cos's rule): computed once,
+            if prim.multiple_results:       # each result a new object, as eager gives
+                return tuple(JitTracer(o, self, s) for o, s in zip(out, slots))
+            return JitTracer(out, self, slots[0])
         out = prim.impl(*vals, **params)
         if prim.multiple_results:
             slots = [self.new_slot() for _ in out]
             self.code.append(("op", prim, refs, dict(params), slots, _meta(out, True)))
             res = tuple(JitTracer(o, self, s) for o, s in zip(out, slots))
         else:
-            slot = self.new_slot()
-            self.code.append(("op", prim, refs, dict(params), [slot], _meta(out, False)))
-            res = JitTracer(out, self, slot)
+            slots = [self.new_slot()]
+            self.code.append(("op", prim, refs, dict(params), slots, _meta(out, False)))
+            res = JitTracer(out, self, slots[0])
         if key is not None:
-            self.seen[key] = res
+            self.seen[key] = (out, slots)
         return res
 
     def process_call(self, call, args):
         """A call construct (checkpoint, custom rules) at the recording level runs its
-        function here: its primitives are recorded one by one."""
-        return tuple(call.fun(*args))
+        function here, as with no transformation: its primitives are recorded one by one."""
+        return call.impl(args)      # (on private copies, as with no transformation)
 
 
 def _key(prim, refs, params):
@@ -323,8 +326,8 @@ def _is_traced_leaf(x):
 def _signature(leaves, treedef, statics):
     sig = [treedef, statics]
     for x in leaves:
-        if _is_traced_leaf(x):
-            sig.append((np.shape(x), x.dtype))
+        if _is_traced_leaf(x):      # (a NumPy scalar and a 0-d array differ in results)
+            sig.append((type(x), np.shape(x), x.dtype))
         else:
             try:
                 hash(x)

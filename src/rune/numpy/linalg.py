@@ -18,6 +18,7 @@ import numpy as np
 
 from ..dispatch import implements, OutRefusedError
 from ..primitives._util import ndim, shape, normalize_axis
+from ..concrete import decide, lowest
 from ..core import _peek
 from ..primitives import solves
 from ..primitives.linalg import inv_p, solve_p, cholesky_p, pinv_p, real_dtype
@@ -67,8 +68,8 @@ def _solve(a, b):
     exactly triangular one is solved as such, any other through its LU factors (SciPy's
     LAPACK, when installed).  Everything else (stacks, vmap over ``a``, Dask, an error
     NumPy should raise): ``np.linalg.solve``'s own primitive."""
-    av, batched = _peek(a)
-    bv, _ = _peek(b)
+    av, batched = _peek(a, False)      # (their types and shapes: no decision on values)
+    bv, _ = _peek(b, False)
     if (batched or type(av) is not np.ndarray or type(bv) is not np.ndarray or av.ndim != 2
             or bv.ndim < 2 or not 0 < av.shape[0] == av.shape[1] == bv.shape[-2]
             or bv.size == 0 or solves.lapack() is None):
@@ -76,11 +77,17 @@ def _solve(a, b):
     dt = np.result_type(av.dtype, bv.dtype)
     if dt.char not in "fdFD":
         return solve_p(a, b)
-    lower = _triangle(av)
-    if lower is not None:
-        return solves.tri_solve_p(a, b, lower=lower, trans=0)
-    lu, piv = solves.lu_factor(av.astype(dt, copy=False))
+    code = decide(_triangle_code, a)        # (recorded and guarded under rune.jit)
+    if code:
+        return solves.tri_solve_p(a, b, lower=code == 1, trans=0)
+    lu, piv = solves.lu_factor_p(lowest(a).astype(dt, copy=False))    # (recorded too)
     return solves.lu_solve(a, lu, piv, b)
+
+
+def _triangle_code(v):
+    """1 (2) when the square matrix ``v`` is exactly lower (upper) triangular, else 0."""
+    lower = _triangle(v)
+    return 0 if lower is None else 1 if lower else 2
 
 
 def _triangle(v):

@@ -20,7 +20,8 @@ import operator
 
 import numpy as np
 
-from ..core import Tracer, rank, _peek
+from ..concrete import decide
+from ..core import Tracer, rank
 from ..dispatch import implements
 from .. import dispatch
 from ._lists import accept_traced_lists
@@ -55,7 +56,7 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     k = np.arange(0, num, dtype=dt).reshape((-1,) + (1,) * rank(delta))
     if div > 0:
         step = delta / div
-        if np.any(_peek(step)[0] == 0):     # denormal steps, as NumPy (gh-5437)
+        if decide(_any_zero, step):     # denormal steps, as NumPy (gh-5437)
             y = k / div * delta
         else:
             y = k * step
@@ -88,10 +89,14 @@ def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
     return y if dtype is None else _cast(y, np.dtype(dtype))
 
 
+def _any_zero(v):
+    return bool(np.any(v == 0))
+
+
 @implements(np.geomspace)
 def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
     start, stop = _operand(start), _operand(stop)
-    if np.any(_peek(start)[0] == 0) or np.any(_peek(stop)[0] == 0):
+    if decide(_any_zero, start) or decide(_any_zero, stop):
         raise ValueError("np.geomspace: a geometric sequence cannot include zero")
     dt = np.result_type(start.dtype, stop.dtype, float(num), np.zeros((), dtype))
     dtype = dt if dtype is None else np.dtype(dtype)

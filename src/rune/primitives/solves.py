@@ -71,6 +71,17 @@ def lu_factor(a):
     return lu, piv
 
 
+def _lu_factor_batch(args, bdims):
+    """Each example's factors, stacked (a stack of matrices has no LAPACK ``getrf``)."""
+    a = to_front(args[0], bdims[0])
+    lus, pivs = zip(*[lu_factor_p(a[k]) for k in range(shape(a)[0])])
+    return (np.stack(lus), np.stack(pivs)), (0, 0)
+
+
+lu_factor_p = Primitive("lu_factor", lu_factor, nondiff=True, multiple_results=True,
+                        batch=_lu_factor_batch)
+
+
 def _columns(b):
     """``b`` (``(..., n, k)``) as the columns of one ``(n, m)`` matrix, and the inverse."""
     if b.ndim == 2:

@@ -32,6 +32,7 @@ import operator
 
 import numpy as np
 
+from ..concrete import decide
 from ..core import Tracer, _peek, stop_leaf
 from ..dispatch import _iter_tracers, wrap_while_active
 from ..primitives.scipy_linalg import (trisolve_p, lu_p, piv_to_perm_p, expm_p, sqrtm_p,
@@ -50,6 +51,15 @@ def _H(x):
     return np.conj(T(x)) if x.dtype.kind == "c" else T(x)
 
 
+def _positive_definite(v):
+    np.linalg.cholesky(v)       # (NumPy's LinAlgError when it is not, as SciPy's solve)
+    return True
+
+
+def _all_finite(v):
+    return bool(np.all(np.isfinite(v)))
+
+
 def _array(name, x, check_finite=False):
     """``x`` as an array (traced or plain) of a LAPACK dtype, as SciPy converts it."""
     if not isinstance(x, Tracer):
@@ -59,8 +69,7 @@ def _array(name, x, check_finite=False):
             raise TypeError(f"scipy.linalg.{name}: unsupported array dtype {x.dtype}")
         x = x.astype(np.float64)
     if check_finite:
-        value, _ = _peek(x)
-        if not np.all(np.isfinite(value)):
+        if not decide(_all_finite, x):
             raise ValueError(f"scipy.linalg.{name}: array must not contain infs or NaNs")
     return x
 
@@ -274,9 +283,9 @@ def solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, check_finite=
     else:
         m = _structured(a, s, lower)
         if s == "pos":      # SciPy factors it: a matrix that is not positive definite fails
-            value, batched = _peek(m)
+            _, batched = _peek(m, False)
             if not batched:     # (under vmap each example is not at hand: not checked)
-                np.linalg.cholesky(value)
+                decide(_positive_definite, m)
         x = np.linalg.solve(T(m) if transposed else m, b)
     return _out(x, vector)
 
