@@ -128,7 +128,15 @@ def plain_fn(fn, solver, seen, args=(), kwargs=None):
 
 def newton_steps():
     """How many Newton steps the active differentiating transformations need: ``k`` steps
-    are exact to derivative order ``2^k - 1`` (``vmap`` levels do not count)."""
+    are exact to derivative order ``2^k - 1`` (``vmap`` levels do not count).
+
+    >>> import rune
+    >>> from rune.scipy.implicit import newton_steps
+    >>> newton_steps(), rune.grad(lambda x: x * newton_steps())(1.0)
+    (0, 1.0)
+    >>> rune.hessian(lambda x: x ** 2 * newton_steps())(1.0)
+    4.0
+    """
     n = sum(1 for t in active_traces() if t.kind in ("grad", "jvp"))
     k = 0
     while 2 ** k - 1 < n:
@@ -139,7 +147,13 @@ def newton_steps():
 def glue(value, y):
     """``value`` (SciPy's result, plain) carrying ``y``'s derivative: ``value - (stop(y) -
     y)``.  ``stop(y) - y`` is exactly ``+0.0`` for finite ``y``, and ``v - 0.0`` is ``v``
-    bit for bit (``-0.0`` included)."""
+    bit for bit (``-0.0`` included).
+
+    >>> import numpy as np, rune
+    >>> from rune.scipy.implicit import glue
+    >>> rune.jvp(lambda t: glue(np.array(-0.0), 3 * t), (1.0,), (1.0,))
+    (-0.0, 3.0)
+    """
     if not isinstance(y, Tracer):
         return value
     return value - (stop_leaf(y) - y)
