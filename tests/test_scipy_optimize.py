@@ -364,3 +364,17 @@ def test_docstring_examples_run():
     for module in (rune.scipy.optimize, rune.scipy.implicit):
         result = doctest.testmod(module)
         assert result.failed == 0 and result.attempted > 0, module.__name__
+
+
+def test_the_docs_page_runs():
+    import pathlib
+    import re
+    page = pathlib.Path(__file__).resolve().parents[1] / "docs" / "solvers-optimize.md"
+    blocks = re.findall(r"^```python\n(.*?)^```", page.read_text(), re.S | re.M)
+    assert len(blocks) == 2
+    namespace = {"__name__": "docs_solvers_optimize"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for k, code in enumerate(blocks):
+            exec(compile(code, f"solvers-optimize.md[block {k}]", "exec"), namespace)
+    np.testing.assert_allclose(namespace["dp_dy"].shape, (2, 40))
