@@ -378,3 +378,40 @@ def test_the_docs_page_runs():
         for k, code in enumerate(blocks):
             exec(compile(code, f"solvers-optimize.md[block {k}]", "exec"), namespace)
     np.testing.assert_allclose(namespace["dp_dy"].shape, (2, 40))
+
+
+def test_the_ways_to_pass_derivatives_and_methods():
+    def f(x, k):
+        return np.sum((x - k) ** 2) + np.sum(x ** 4)
+    x = so.minimize(f, np.zeros(2), args=(0.5,), method="BFGS", options={"gtol": 1e-9}).x
+    ref = 2 / (2 + 12 * x[0] ** 2)         # per coordinate: 2(x - k) + 4x^3 = 0
+
+    def fun_and_grad(x, k):                 # jac=True: the objective returns (f, grad)
+        return f(x, k), 2 * (x - k) + 4 * x ** 3
+
+    def with_hessp(k):
+        g = rune.grad(f)
+        return so.minimize(f, np.zeros(2), args=(k,), jac=g, method="Newton-CG",
+                           hessp=lambda x, p, k: rune.hvp(lambda x: f(x, k), (x,), (p,))[1],
+                           options={"xtol": 1e-14}).x
+
+    def my_method(fun, x0, args=(), **kw):  # a callable method
+        return so.minimize(fun, x0, args=args, method="BFGS", options={"gtol": 1e-9})
+    for solve in (with_hessp,
+                  lambda k: so.minimize(fun_and_grad, np.zeros(2), args=(k,), jac=True,
+                                        method="L-BFGS-B", options={"gtol": 1e-12}).x,
+                  lambda k: so.minimize(f, np.zeros(2), args=(k,), method=my_method).x):
+        np.testing.assert_allclose(rune.jacfwd(solve)(0.5), [ref, ref], rtol=1e-6)
+
+
+def test_bounds_and_constraints_a_method_ignores_are_ignored():
+    # BFGS ignores bounds (SciPy warns): the solution, and its derivative, are unbounded
+    with pytest.warns(RuntimeWarning, match="cannot handle bounds"):
+        g = rune.grad(lambda k: so.minimize(lambda x: np.sum((x - k) ** 2), np.zeros(1),
+                                            method="BFGS", bounds=[(0, 0.2)]).x[0])(0.5)
+    np.testing.assert_allclose(g, 1.0)
+    with pytest.warns(RuntimeWarning, match="cannot handle constraints"):
+        g = rune.grad(lambda k: so.minimize(
+            lambda x: np.sum((x - k) ** 2), np.zeros(1), method="BFGS",
+            constraints={"type": "ineq", "fun": lambda x: 0.2 - x[0]}).x[0])(0.5)
+    np.testing.assert_allclose(g, 1.0)

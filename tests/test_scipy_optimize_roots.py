@@ -347,3 +347,19 @@ def test_curve_fit_bounds_p0_and_full_output():
     cov = rune.jvp(lambda y: so.curve_fit(model, X, y, p0=[1.0, 1.0])[1], (YD,),
                    (np.ones(20),))[1]
     assert np.all(cov == 0)
+
+
+def test_root_jac_in_the_function_and_more_equations_than_unknowns():
+    g = rune.grad(lambda k: so.root(lambda x: (x ** 3 - k, np.diag(3 * x ** 2)), np.ones(1),
+                                    jac=True).x[0])(2.0)
+    np.testing.assert_allclose(g, cube_root_slope(2.0), rtol=1e-12)
+    # lm with two equations in one unknown: the least-squares solution x = 1.5 k
+    g = rune.grad(lambda k: so.root(lambda x: [x[0] - k, x[0] - 2 * k], np.zeros(1),
+                                    method="lm").x[0])(1.0)
+    np.testing.assert_allclose(g, 1.5, rtol=1e-12)
+
+
+def test_curve_fit_counts_the_parameters_from_the_model():
+    x = np.linspace(0, 1, 10)
+    j = rune.jacfwd(lambda y: so.curve_fit(lambda t, a, b: a + b * t, x, y)[0])(1 + 2 * x)
+    np.testing.assert_allclose(j, np.linalg.pinv(np.stack([np.ones(10), x], 1)), atol=1e-12)

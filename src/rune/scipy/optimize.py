@@ -165,12 +165,30 @@ def _copy_result(res, **fields):
 # --------------------------------------------------------------------------
 
 _NEAR = 1e-6    # how close (relative) to a bound a coordinate held there may end
+# the methods that use bounds and general constraints (the others ignore them, with
+# SciPy's warning; a callable method is handed them)
+_BOUNDED = {"nelder-mead", "powell", "l-bfgs-b", "cobyla", "cobyqa", "slsqp", "tnc",
+            "trust-constr", "_custom"}
+_CONSTRAINED = {"cobyla", "cobyqa", "slsqp", "trust-constr", "_custom"}
+
+
+def _method(call):
+    """``minimize``'s method, lower case, as SciPy picks it."""
+    method = call["method"]
+    if callable(method):
+        return "_custom"
+    if method is None:
+        if _has_constraints(call["constraints"]):
+            return "slsqp"
+        return "bfgs" if call["bounds"] is None else "l-bfgs-b"
+    return method.lower()
 
 
 def _minimize(call):
     name = "minimize"
     fun, args = call["fun"], _args(call["args"])
-    if _has_constraints(call["constraints"]):
+    method = _method(call)
+    if _has_constraints(call["constraints"]) and method in _CONSTRAINED:
         return _constrained(call, fun, args)
     seen = ift.Seen()
     pair = call["jac"] is True
@@ -184,6 +202,8 @@ def _minimize(call):
     box, plain_bounds = _pairs_box(call["bounds"], n, name)
     if call["bounds"] is not None:
         call.set("bounds", plain_bounds)
+        if method not in _BOUNDED:
+            box = None
     res = call.run()
     if not _differentiate(seen, box):
         return res
@@ -250,7 +270,7 @@ def _minimize_scalar(call):
     box = None
     if bounds is not None:
         box = _box(bounds[0], bounds[1], 1)
-        call.set("bounds", plain(tuple(bounds), name))
+        call.set("bounds", plain(bounds, name))
     res = call.run()
     if not _differentiate(seen, box):
         return res
