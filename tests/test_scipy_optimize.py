@@ -383,7 +383,7 @@ def test_the_docs_page_runs():
 def test_the_ways_to_pass_derivatives_and_methods():
     def f(x, k):
         return np.sum((x - k) ** 2) + np.sum(x ** 4)
-    x = so.minimize(f, np.zeros(2), args=(0.5,), method="BFGS", options={"gtol": 1e-9}).x
+    x = so.minimize(f, np.zeros(2), args=(0.5,), method="L-BFGS-B", options={"gtol": 1e-12}).x
     ref = 2 / (2 + 12 * x[0] ** 2)         # per coordinate: 2(x - k) + 4x^3 = 0
 
     def fun_and_grad(x, k):                 # jac=True: the objective returns (f, grad)
@@ -396,7 +396,7 @@ def test_the_ways_to_pass_derivatives_and_methods():
                            options={"xtol": 1e-14}).x
 
     def my_method(fun, x0, args=(), **kw):  # a callable method
-        return so.minimize(fun, x0, args=args, method="BFGS", options={"gtol": 1e-9})
+        return so.minimize(fun, x0, args=args, method="L-BFGS-B", options={"gtol": 1e-12})
     for solve in (with_hessp,
                   lambda k: so.minimize(fun_and_grad, np.zeros(2), args=(k,), jac=True,
                                         method="L-BFGS-B", options={"gtol": 1e-12}).x,
