@@ -132,13 +132,23 @@ def test_bracketing_solvers(name):
     np.testing.assert_allclose(v, cube_root_slope(ks), rtol=1e-12)
 
 
-def test_a_bracketing_solve_that_did_not_converge_warns():
+@pytest.mark.parametrize("full_output", [False, True])
+def test_a_scalar_solve_that_did_not_converge_warns(full_output):
+    def pick(out):
+        return out[0] if full_output else out
+    # disp=False: SciPy itself returns the last point without a word
     with pytest.warns(NotConvergedWarning, match=r"scipy\.optimize\.brentq did not converge"):
+        rune.grad(lambda k: pick(so.brentq(lambda x: x ** 3 - k, 0, 3, maxiter=2, disp=False,
+                                           full_output=full_output)))(2.0)
+    with pytest.warns(NotConvergedWarning, match=r"scipy\.optimize\.newton did not converge"):
+        rune.grad(lambda k: pick(so.newton(lambda x: x ** 3 - k, 1.0, maxiter=2, disp=False,
+                                           full_output=full_output)))(2.0)
+    with pytest.warns(NotConvergedWarning, match=r"1 of 2 roots did not converge"):
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            warnings.simplefilter("always", NotConvergedWarning)
-            rune.grad(lambda k: so.brentq(lambda x: x ** 3 - k, 0, 3, maxiter=2, disp=False,
-                                          full_output=True)[0])(2.0)
+            warnings.filterwarnings("ignore", "some failed to converge")   # SciPy's own
+            j = rune.jacfwd(lambda k: so.newton(lambda x: x ** 3 - k, np.array([1.0, 1.44]),
+                                                maxiter=3, full_output=full_output))
+            j(np.array([2.0, 3.0]))
 
 
 @pytest.mark.parametrize("method", ["bisect", "brentq", "brenth", "ridder", "toms748",

@@ -367,19 +367,19 @@ def _bracketing(name, *fields):
         call.set("args", ())
         for k in fields:
             call.set(k, plain(call[k], name))
-        out = call.run()
-        if not _differentiate(seen):
-            return out
         full = bool(call["full_output"])
-        root, info = (out[0], out[1]) if full else (out, None)
-        if info is not None and not info.converged:
+        call.set("full_output", True)       # (only the form of the result changes: the
+        root, info = call.run()             # flag, to warn even where SciPy is silent)
+        if not _differentiate(seen):
+            return (root, info) if full else root
+        if not info.converged:
             ift.warn_not_converged(name, info.flag)
         x = _scalar_root(root, f, args, False, name)
-        if info is not None:
-            info = copy.copy(info)
-            info.root = x
-            return x, info
-        return x
+        if not full:
+            return x
+        info = copy.copy(info)
+        info.root = x
+        return x, info
     return run
 
 
@@ -416,19 +416,24 @@ def _newton(call):
             call.set(k, plain_fn(call[k], name, seen, args))
     for k in ("x0", "x1"):
         call.set(k, plain(call[k], name))
+    full = bool(call["full_output"])
+    call.set("full_output", True)           # (as for the bracketing solvers)
     out = call.run()
+    vector = hasattr(out, "_replace")       # arrays: result(root, converged, zero_der)
     if not _differentiate(seen):
-        return out
-    if not call["full_output"]:
-        return _scalar_root(out, func, args, False, name)
-    root, info = out[0], out[1]
-    converged = info.converged if hasattr(info, "converged") else info
-    if not np.all(converged):
-        ift.warn_not_converged(name, "not every root converged" if np.ndim(converged) else
-                               getattr(info, "flag", "not converged"))
+        return out if full else (out.root if vector else out[0])
+    if vector:
+        if not np.all(out.converged):
+            ift.warn_not_converged(name, f"{np.sum(~out.converged)} of {out.converged.size} "
+                                         f"roots did not converge")
+        x = _scalar_root(out.root, func, args, False, name)
+        return out._replace(root=x) if full else x
+    root, info = out
+    if not info.converged:
+        ift.warn_not_converged(name, info.flag)
     x = _scalar_root(root, func, args, False, name)
-    if hasattr(out, "_replace"):        # arrays: result(root, converged, zero_der)
-        return out._replace(root=x)
+    if not full:
+        return x
     info = copy.copy(info)
     info.root = x
     return x, info
