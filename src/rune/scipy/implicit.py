@@ -88,6 +88,8 @@ def plain(obj, solver, depth=0):
         return _value(obj, solver)
     if depth < 8 and type(obj) in (list, tuple) and traced(obj):
         return type(obj)(plain(o, solver, depth + 1) for o in obj)
+    if depth < 8 and type(obj) is dict and traced(obj):
+        return {k: plain(v, solver, depth + 1) for k, v in obj.items()}
     return obj
 
 
@@ -102,9 +104,13 @@ class Seen:
 
 def plain_fn(fn, solver, seen, args=(), kwargs=None):
     """``fn(*a, *args, **kwargs)`` as SciPy wants it: plain numbers out (``seen`` notes
-    whether they were traced).  The user's function runs as rune's code, not SciPy's (a
-    solver it calls is differentiated)."""
+    whether they were traced).  ``args`` and ``kwargs`` reach it as plain numbers (the
+    solve needs no derivative: evaluations on plain data record nothing), and the user's
+    function runs as rune's code, not SciPy's (a solver it calls is differentiated)."""
     kwargs = kwargs or {}
+    if traced(args) or traced(kwargs):
+        seen.traced = True
+        args, kwargs = plain(args, solver), plain(kwargs, solver)
 
     def call(*a):
         token = _IN_SCIPY.set(False)
