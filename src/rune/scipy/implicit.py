@@ -313,18 +313,21 @@ def hessian_system(objective):
 
 
 def box_active(x, lb, ub, near):
-    """``active(h, g)`` for the box ``lb <= x <= ub`` (plain): a coordinate within ``near``
-    (relative) of a bound is held there (-1 lower, +1 upper) when the gradient does not
-    point inside and the Newton point along it lies on or beyond the bound."""
+    """``active(h, g)`` for the box ``lb <= x <= ub`` (plain): a coordinate is held at a
+    bound (-1 lower, +1 upper) when the gradient does not point inside and the bound is
+    no farther than the Newton step along that coordinate, ``g_i / h_ii`` (scale-free:
+    an interior minimum near a bound has a Newton step of about the solver's error);
+    where ``h_ii <= 0``, when it lies within ``near`` (relative) of the bound."""
     x = np.asarray(x, float)
 
     def active(h, g):
         d = np.diagonal(h) if h.ndim == 2 else h
+        convex = d > 0
         with np.errstate(divide="ignore", invalid="ignore"):
-            target = np.where(d > 0, x - g / np.where(d > 0, d, 1.0), np.nan)
-        lo = (x - lb <= near * (1 + np.abs(np.where(np.isfinite(lb), lb, 0)))) & (g >= 0) & (
-            (d <= 0) | (target <= lb))
-        hi = (ub - x <= near * (1 + np.abs(np.where(np.isfinite(ub), ub, 0)))) & (g <= 0) & (
-            (d <= 0) | (target >= ub))
+            step = np.where(convex, np.abs(g) / np.where(convex, d, 1.0), 0.0)
+        reach_lo = np.where(convex, step, near * (1 + np.abs(np.where(np.isfinite(lb), lb, 0))))
+        reach_hi = np.where(convex, step, near * (1 + np.abs(np.where(np.isfinite(ub), ub, 0))))
+        lo = (g >= 0) & (x - lb <= reach_lo)
+        hi = (g <= 0) & (ub - x <= reach_hi) & ~lo
         return np.where(lo, -1, np.where(hi, 1, 0))
     return active
