@@ -241,6 +241,14 @@ def solution(x_star, system, solver, what="Hessian", active=None, bounds=None):
     matrix, or a vector for an elementwise system).  ``active(h, g)`` (plain values at
     ``x_star``) marks the coordinates held at their lower (-1) or upper (+1) bound, of
     ``bounds = (lb, ub)`` (traced or plain, 1-D); the others take the Newton steps.
+
+    >>> import numpy as np, rune
+    >>> from rune.scipy.implicit import solution, jacobian_system
+    >>> def root_of(k):         # x^2 = k, solved on plain numbers, then differentiated
+    ...     x_star = np.sqrt(np.atleast_1d(rune.stop_gradient(k)))
+    ...     return solution(x_star, jacobian_system(lambda z: z ** 2 - k), "example")[0]
+    >>> rune.grad(root_of)(4.0)   # 1 / (2 sqrt(k))
+    0.25
     """
     k = newton_steps()
     if k == 0:
