@@ -164,7 +164,8 @@ def _copy_result(res, **fields):
 # Minimization
 # --------------------------------------------------------------------------
 
-_NEAR = 1e-6    # how close (relative) to a bound a coordinate held there may end
+_NEAR = 1e-6    # where the objective is not convex along a coordinate: how close (relative)
+#                 to a bound it must end to be held there (implicit.box_active)
 # the methods that use bounds and general constraints (the others ignore them, with
 # SciPy's warning; a callable method is handed them)
 _BOUNDED = {"nelder-mead", "powell", "l-bfgs-b", "cobyla", "cobyqa", "slsqp", "tnc",
@@ -280,7 +281,7 @@ def _minimize_scalar(call):
     def objective(z):
         return _scalar(fun(z[0], *args), name)
     options = call["options"] or {}
-    near = max(_NEAR, 10 * options.get("xatol", 1e-5))
+    near = max(_NEAR, 10 * options.get("xatol", 1e-5))     # (bounded's accuracy)
     x = _solve_min(res.x, objective, box, name, near)[0]
     return _copy_result(res, x=x, fun=ift.glue(res.fun, objective(x[None])))
 
