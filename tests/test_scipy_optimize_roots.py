@@ -373,3 +373,22 @@ def test_curve_fit_counts_the_parameters_from_the_model():
     x = np.linspace(0, 1, 10)
     j = rune.jacfwd(lambda y: so.curve_fit(lambda t, a, b: a + b * t, x, y)[0])(1 + 2 * x)
     np.testing.assert_allclose(j, np.linalg.pinv(np.stack([np.ones(10), x], 1)), atol=1e-12)
+
+
+def test_curve_fit_covariance_sigma_and_omitted_nans():
+    s = 0.5 + X
+
+    def fit(y, sigma, **kw):
+        return so.curve_fit(model, X, y, p0=[1.0, 1.0], sigma=sigma, **kw)[0]
+    # a diagonal covariance is the same fit as its standard deviations
+    by_std = rune.jacrev(lambda y: fit(y, s))(YD)
+    by_cov = rune.jacrev(lambda y: fit(y, np.diag(s ** 2)))(YD)
+    np.testing.assert_allclose(by_cov, by_std, rtol=1e-6, atol=1e-12)
+    # nan_policy='omit': the NaN point is left out, as if it were not there
+    y = YD.copy()
+    y[3] = np.nan
+    keep = np.arange(20) != 3
+    j = rune.jacfwd(lambda y: fit(y, None, nan_policy="omit"))(y)
+    ref = rune.jacfwd(lambda yk: so.curve_fit(model, X[keep], yk, p0=[1.0, 1.0])[0])(y[keep])
+    assert np.all(j[:, 3] == 0)
+    np.testing.assert_allclose(j[:, keep], ref, rtol=1e-6, atol=1e-12)

@@ -245,7 +245,7 @@ def _constrained(call, fun, args):
     reached = [fun(x0, *args), args, call["bounds"]]
     for c in cons:
         if isinstance(c, dict):
-            reached.append(c["fun"](x0, *c.get("args", ())))
+            reached.append(c["fun"](x0, *c.get("args", ())) if "fun" in c else None)
         elif hasattr(c, "A"):
             reached += [c.A, c.lb, c.ub]
         elif callable(getattr(c, "fun", None)):
