@@ -28,6 +28,7 @@ from .api_util import dtype_of as _dtype
 from .api_util import shape_of as _shape
 from .api_util import size_of as _size
 from .batching import vmap
+from .dispatch import FUNCTIONS
 from .forward import jvp
 from .reverse import Pullback, grad, vjp
 from .typing import ArgNums, P
@@ -291,3 +292,8 @@ def _like(v, x):
 
 def _zero_of(x):
     return type(x)(0) if isinstance(x, (float, complex)) else np.zeros_like(x)
+
+
+# The SciPy surface differentiates solvers' solutions with these (rune.scipy.implicit); the
+# layer rule keeps it from importing the transformations, so they are looked up here.
+FUNCTIONS["grad"], FUNCTIONS["jvp"], FUNCTIONS["jacfwd"] = grad, jvp, jacfwd
