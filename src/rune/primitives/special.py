@@ -22,7 +22,7 @@ from ..core import bind
 from ..dispatch import register_ufunc
 from .elementwise import elementwise, elementwise_primitive, nondiff
 
-__all__ = ["SPECIAL_UFUNCS", "STATUS", "Refuse", "special", "special_multi",
+__all__ = ["SPECIAL_UFUNCS", "STATUS", "Refuse", "special", "special_multi", "riemann_zeta_d",
            "zeta_derivative_p", "polygamma_p"]
 
 SQRT_PI = np.sqrt(np.pi)
@@ -284,9 +284,25 @@ if getattr(_ufuncs, "_zeta", None) is not None:
                              lambda s, q, y: bind(zeta_derivative_p, 1, s, q),
                              lambda s, q, y: -s * bind(zeta_derivative_p, 0, s + 1, q),
                              name="zeta", args="x q")
+
+
+def riemann_zeta_d(s):
+    """``zeta'(s)``: the Euler-Maclaurin sum for ``s >= 0``; for ``s < 0``, where that sum
+    cancels, the derivative of the functional equation (DLMF 25.4.1)
+    ``zeta(s) = A(s) zeta(1 - s)``, ``A = 2^s pi^(s-1) sin(pi s/2) Gamma(1 - s)``."""
+    neg = s < 0
+    sn = np.where(neg, s, -1.0)
+    direct = bind(zeta_derivative_p, 1, np.where(neg, 2.0, s), 1.0)
+    base = np.exp(sn * np.log(2.0) + (sn - 1) * np.log(np.pi)) * sc.gamma(1 - sn)
+    a = base * np.sin(np.pi / 2 * sn)
+    da = a * (np.log(2 * np.pi) - sc.psi(1 - sn)) + base * np.pi / 2 * np.cos(np.pi / 2 * sn)
+    b = bind(zeta_derivative_p, 0, 1 - sn, 1.0)
+    db = -bind(zeta_derivative_p, 1, 1 - sn, 1.0)
+    return np.where(neg, da * b + a * db, direct)
+
+
 if getattr(_ufuncs, "_riemann_zeta", None) is not None:
-    riemann_zeta_p = special(_ufuncs._riemann_zeta,
-                             lambda s, y: bind(zeta_derivative_p, 1, s, 1.0),
+    riemann_zeta_p = special(_ufuncs._riemann_zeta, lambda s, y: riemann_zeta_d(s),
                              name="zeta (Riemann's)", args="x")
 
 # --------------------------------------------------------------------------
@@ -344,11 +360,11 @@ k1e_p = special(sc.k1e, lambda x, y: y - (sc.k0e(x) + sc.kve(2, x)) / 2)
 def _real_only(fname, d):
     """``d`` for real arguments; the exponentially scaled functions are not holomorphic
     (``|Re z|``, ``|Im z|``), so a complex argument is refused."""
-    def partial(v, x, y):
-        if np.iscomplexobj(x):
+    def partial(*args):          # (..., x, out): x the last argument
+        if np.iscomplexobj(args[-2]):
             raise NotImplementedError(f"scipy.special.{fname} has no derivative for a "
                                       "complex argument in rune (it is not holomorphic)")
-        return d(v, x, y)
+        return d(*args)
     return partial
 
 

@@ -26,7 +26,9 @@ def _lazy(surface, name):
 # SciPy release that moves them keeps working (duplicates resolve to one object).
 for _name, _home in (("logsumexp", "_logsumexp"), ("softmax", "_logsumexp"),
                      ("log_softmax", "_logsumexp"), ("polygamma", "_basic"),
-                     ("zeta", "_basic"), ("multigammaln", "_spfun_stats")):
+                     ("zeta", "_basic"), ("multigammaln", "_spfun_stats"),
+                     ("spherical_jn", "_spherical_bessel"), ("spherical_yn", "_spherical_bessel"),
+                     ("spherical_in", "_spherical_bessel"), ("spherical_kn", "_spherical_bessel")):
     _wrap(f"scipy.special.{_home}", _name, _lazy("special", _name))
     _wrap("scipy.special", _name, _lazy("special", _name))
 
