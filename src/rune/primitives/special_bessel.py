@@ -7,6 +7,11 @@ equation (DLMF numbers beside each), written with the family's own functions so 
 higher derivatives follow.  Orders are refused (no closed form) or, where SciPy truncates
 them to integers, constants.  The exponentially scaled functions are not holomorphic
 (``|Re z|``, ``|Im z|``): a complex argument is refused there.
+
+>>> import numpy as np, rune, scipy.special as sc
+>>> g = rune.grad(lambda x: sc.airy(x)[0])(0.5)                  # Ai' is airy's 2nd output
+>>> bool(abs(g - sc.airy(0.5)[1]) < 1e-15)
+True
 """
 
 from __future__ import annotations

@@ -10,6 +10,10 @@ The incomplete ones are differentiated through Carlson's form (DLMF 19.25.5, 19.
 which is regular at ``m = 0``: ``dF/dm = sin^3(phi) R_D(cos^2, 1, Delta^2) / 6``,
 ``dE/dm = -sin^3(phi) R_D(cos^2, Delta^2, 1) / 6``.  ``R_D``'s own derivatives are not
 among SciPy's functions, so a second derivative in ``m`` there is refused.
+
+>>> import numpy as np, rune, scipy.special as sc
+>>> float(np.round(rune.grad(lambda x: sc.eval_legendre(2, x))(0.5), 12))   # 3x
+1.5
 """
 
 from __future__ import annotations
@@ -119,7 +123,12 @@ _E_DM = [-np.pi / 2 * (n + 1) * _C[n + 1] / (2 * n + 1) for n in range(16)]
 
 
 def ellipk_dm(m):
-    """``dK/dm``, exact to rounding near ``m = 0``."""
+    """``dK/dm``, exact to rounding near ``m = 0``.
+
+    >>> import numpy as np
+    >>> bool(abs(ellipk_dm(0.0) - np.pi / 8) < 1e-16)
+    True
+    """
     return small_or(m, 0.05, lambda m: horner(_K_DM, m),
                     lambda m: (sc.ellipe(m) - (1 - m) * sc.ellipk(m)) / (2 * m * (1 - m)))
 
