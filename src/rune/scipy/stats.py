@@ -57,7 +57,8 @@ def _t():
         return (sc.gammaln((df + 1) / 2) - sc.gammaln(df / 2) - 0.5 * np.log(df * np.pi)
                 - (df + 1) / 2 * np.log1p(y * y / df))
     return dict(logpdf=logpdf, cdf=lambda y, df: sc.stdtr(df, y),
-                sf=lambda y, df: sc.stdtr(df, -y), valid=lambda df: df > 0)
+                sf=lambda y, df: sc.stdtr(df, -y), ppf=lambda q, df: sc.stdtrit(df, q),
+                valid=lambda df: df > 0)
 
 
 def _gamma():
@@ -65,7 +66,8 @@ def _gamma():
         ys = _inside(y > 0, y, 1.0)
         return np.where(y > 0, (a - 1) * np.log(ys) - ys - sc.gammaln(a), -np.inf)
     return dict(logpdf=logpdf, cdf=lambda y, a: sc.gammainc(a, np.maximum(y, 0)),
-                sf=lambda y, a: sc.gammaincc(a, np.maximum(y, 0)), valid=lambda a: a > 0)
+                sf=lambda y, a: sc.gammaincc(a, np.maximum(y, 0)),
+                ppf=lambda q, a: sc.gammaincinv(a, q), valid=lambda a: a > 0)
 
 
 def _beta():
@@ -75,7 +77,8 @@ def _beta():
         return np.where(inside, (a - 1) * np.log(ys) + (b - 1) * np.log1p(-ys)
                         - sc.betaln(a, b), -np.inf)
     return dict(logpdf=logpdf, cdf=lambda y, a, b: sc.betainc(a, b, np.clip(y, 0, 1)),
-                valid=lambda a, b: (a > 0) & (b > 0))
+                sf=lambda y, a, b: sc.betaincc(a, b, np.clip(y, 0, 1)),
+                ppf=lambda q, a, b: sc.betaincinv(a, b, q), valid=lambda a, b: (a > 0) & (b > 0))
 
 
 def _expon():
@@ -137,12 +140,27 @@ def _chi2():
     g = _gamma()
     return dict(logpdf=lambda y, df: g["logpdf"](y / 2, df / 2) - np.log(2.0),
                 cdf=lambda y, df: g["cdf"](y / 2, df / 2),
-                sf=lambda y, df: g["sf"](y / 2, df / 2), valid=lambda df: df > 0)
+                sf=lambda y, df: g["sf"](y / 2, df / 2),
+                ppf=lambda q, df: 2 * g["ppf"](q, df / 2), valid=lambda df: df > 0)
+
+
+def _weibull_min():
+    # y^c = exp(c log y) on y > 0; the density, distribution and quantile in closed form
+    def power(y, c):
+        return np.where(y > 0, np.exp(c * np.log(_inside(y > 0, y, 1.0))), 0.0)
+
+    def logpdf(y, c):
+        ys = _inside(y > 0, y, 1.0)
+        return np.where(y > 0, np.log(c) + (c - 1) * np.log(ys) - power(y, c), -np.inf)
+    return dict(logpdf=logpdf, cdf=lambda y, c: -np.expm1(-power(y, c)),
+                sf=lambda y, c: np.exp(-power(y, c)), logsf=lambda y, c: -power(y, c),
+                ppf=lambda q, c: np.exp(np.log(-np.log1p(-q)) / c), valid=lambda c: c > 0)
 
 
 CONTINUOUS = {"norm": _norm(), "t": _t(), "gamma": _gamma(), "beta": _beta(), "chi2": _chi2(),
               "expon": _expon(), "laplace": _laplace(), "cauchy": _cauchy(),
-              "logistic": _logistic(), "lognorm": _lognorm(), "uniform": _uniform()}
+              "logistic": _logistic(), "lognorm": _lognorm(), "uniform": _uniform(),
+              "weibull_min": _weibull_min()}
 
 
 def _is_integer(k):
@@ -158,6 +176,18 @@ def _binom(k, n, p):
     kk = _inside(ok, k, 0.0)
     comb = sc.gammaln(n + 1) - sc.gammaln(kk + 1) - sc.gammaln(n - kk + 1)
     return np.where(ok, comb + sc.xlogy(kk, p) + sc.xlog1py(n - kk, -p), -np.inf)
+
+
+def _nbinom(k, n, p):
+    ok = _is_integer(k)
+    kk = _inside(ok, k, 0.0)
+    comb = sc.gammaln(kk + n) - sc.gammaln(n) - sc.gammaln(kk + 1)
+    return np.where(ok, comb + sc.xlogy(n, p) + sc.xlog1py(kk, -p), -np.inf)
+
+
+def _geom(k, p):
+    ok = _is_integer(k) & (k >= 1)
+    return np.where(ok, sc.xlog1py(_inside(ok, k, 1.0) - 1, -p) + np.log(p), -np.inf)
 
 
 def _bernoulli(k, p):
@@ -193,14 +223,36 @@ def _bernoulli_cdf(upper):
     return f
 
 
+def _nbinom_cdf(sf):
+    # P(K <= k) = I_p(n, floor(k) + 1), P(K > k) = its complement, computed directly
+    def f(k, n, p):
+        fk = np.floor(_inside(k >= 0, k, 0.0))
+        mid = (sc.betaincc if sf else sc.betainc)(n, fk + 1, p)
+        return np.where(k >= 0, mid, 1.0 if sf else 0.0)
+    return f
+
+
+def _geom_cdf(sf):
+    # P(K > k) = (1 - p)^floor(k), P(K <= k) = -expm1(floor(k) log1p(-p)), for k >= 1
+    def f(k, p):
+        fk = np.floor(_inside(k >= 1, k, 1.0))
+        mid = np.exp(fk * np.log1p(-p)) if sf else -np.expm1(fk * np.log1p(-p))
+        return np.where(k >= 1, mid, 1.0 if sf else 0.0)
+    return f
+
+
 # name -> (cdf, sf)
 DISCRETE_CDF = {"poisson": (_poisson_cdf(True), _poisson_cdf(False)),
                 "binom": (_binom_cdf(True), _binom_cdf(False)),
-                "bernoulli": (_bernoulli_cdf(True), _bernoulli_cdf(False))}
+                "bernoulli": (_bernoulli_cdf(True), _bernoulli_cdf(False)),
+                "nbinom": (_nbinom_cdf(False), _nbinom_cdf(True)),
+                "geom": (_geom_cdf(False), _geom_cdf(True))}
 
 DISCRETE = {"poisson": (_poisson, lambda mu: mu >= 0),
             "binom": (_binom, lambda n, p: (n >= 0) & (p >= 0) & (p <= 1)),
-            "bernoulli": (_bernoulli, lambda p: (p >= 0) & (p <= 1))}
+            "bernoulli": (_bernoulli, lambda p: (p >= 0) & (p <= 1)),
+            "nbinom": (_nbinom, lambda n, p: (n > 0) & (p > 0) & (p <= 1)),
+            "geom": (_geom, lambda p: (p > 0) & (p <= 1))}
 
 
 def _name(dist):
