@@ -61,3 +61,9 @@ for _cls in ("multivariate_normal_gen", "dirichlet_gen"):
         _wrap("scipy.stats._multivariate", f"{_cls}.{_m}", _lazy("stats", f"{_cls}.{_m}"))
 _wrap("scipy.stats._entropy", "entropy", _lazy("stats", "entropy"))
 _wrap("scipy.stats", "entropy", _lazy("stats", "entropy"))
+for _cls in ("rv_continuous", "rv_discrete"):
+    _wrap(_INFRA, f"{_cls}.rvs", _lazy("stats", f"{_cls}.rvs"))
+# the summary statistics (SciPy's array-API versions cannot take traced values)
+for _name in ("zscore", "zmap", "skew", "kurtosis", "pearsonr", "spearmanr"):
+    _wrap("scipy.stats._stats_py", _name, _lazy("stats_more", _name))
+    _wrap("scipy.stats", _name, _lazy("stats_more", _name))

@@ -21,9 +21,10 @@ from __future__ import annotations
 import numpy as np
 import scipy.special as sc
 
-from ..core import Tracer
+from ..core import Tracer, _peek
 from ..dispatch import _iter_tracers
 from . import special as _special  # noqa: F401  (the rules of scipy.special's ufuncs)
+from scipy.stats._distn_infrastructure import rv_discrete
 
 __all__ = ["REPLACEMENTS", "CONTINUOUS", "DISCRETE", "entropy"]
 
@@ -275,7 +276,8 @@ def _continuous(method):
     def call(orig, dist, x, *args, **kwds):
         if not _traced(x, args, kwds):
             return orig(dist, x, *args, **kwds)
-        with np.errstate(divide="ignore"):      # log(0) = -inf outside the support
+        # log(0) = -inf outside the support; invalid parameters give NaN, as in SciPy
+        with np.errstate(divide="ignore", invalid="ignore"):
             return _evaluate(dist, method, x, args, kwds)
     return call
 
@@ -313,17 +315,22 @@ def _discrete(method):
     def call(orig, dist, k, *args, **kwds):
         if not _traced(k, args, kwds):
             return orig(dist, k, *args, **kwds)
-        logpmf, valid = _family(dist, DISCRETE, method)
-        shapes, loc, _ = dist._parse_args(*args, **kwds)
-        if method in ("logpmf", "pmf"):
-            out = logpmf(k - loc, *shapes)
-            out = np.exp(out) if method == "pmf" else out
-        else:
-            cdf, sf = _family(dist, DISCRETE_CDF, method)
-            out = (sf if method in ("sf", "logsf") else cdf)(k - loc, *shapes)
-            out = np.log(out) if method.startswith("log") else out
-        return np.where(valid(*shapes), out, _NAN)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return _evaluate_discrete(dist, method, k, args, kwds)
     return call
+
+
+def _evaluate_discrete(dist, method, k, args, kwds):
+    logpmf, valid = _family(dist, DISCRETE, method)
+    shapes, loc, _ = dist._parse_args(*args, **kwds)
+    if method in ("logpmf", "pmf"):
+        out = logpmf(k - loc, *shapes)
+        out = np.exp(out) if method == "pmf" else out
+    else:
+        cdf, sf = _family(dist, DISCRETE_CDF, method)
+        out = (sf if method in ("sf", "logsf") else cdf)(k - loc, *shapes)
+        out = np.log(out) if method.startswith("log") else out
+    return np.where(valid(*shapes), out, _NAN)
 
 
 def _mvn_logpdf(x, mean=None, cov=1, allow_singular=False):
@@ -417,6 +424,35 @@ def _entropy_gate(orig, *args, **kwargs):
     return orig(*args, **kwargs)
 
 
+def _rvs(orig, dist, *args, **kwds):
+    """``rvs`` with a traced ``loc`` or ``scale``: the reparameterised sample
+    ``loc + scale * standard draw``, the draw SciPy's own (same generator, same numbers)."""
+    if not _traced(args, kwds):
+        return orig(dist, *args, **kwds)
+    kw = dict(kwds)
+    rndm = kw.pop("random_state", None)
+    kw.pop("discrete", None)
+    size = kw.pop("size", None)
+    parsed = dist._parse_args(*args, **kw)
+    shapes, loc = parsed[0], parsed[1]
+    scale = 1.0 if isinstance(dist, rv_discrete) else parsed[2]
+    if size is None:        # SciPy's: the parameters' broadcast shape
+        size = np.broadcast_shapes(*(np.shape(p) for p in (*shapes, loc, scale)))
+    if _traced(shapes):
+        raise NotImplementedError(
+            f"scipy.stats.{_name(dist)}.rvs: a traced shape parameter has no "
+            f"reparameterised sample in rune (only loc and scale: loc + scale * a standard "
+            f"draw); use rune.stop_gradient on the shape parameters")
+    if np.any(_peek(scale)[0] < 0):
+        raise ValueError(f"Domain error in arguments. The `scale` parameter must be "
+                         f"positive for all distributions, and many distributions have "
+                         f"restrictions on shape parameters. Please see the "
+                         f"`scipy.stats.{_name(dist)}` documentation for details.")
+    extra = {} if isinstance(dist, rv_discrete) else {"scale": 1.0}
+    draw = orig(dist, *shapes, loc=0, size=size, random_state=rndm, **extra)
+    return draw * scale + loc if extra else draw + loc
+
+
 CONTINUOUS_METHODS = ("logpdf", "pdf", "cdf", "logcdf", "sf", "logsf", "ppf")
 DISCRETE_METHODS = ("logpmf", "pmf", "cdf", "logcdf", "sf", "logsf")
 
@@ -427,3 +463,4 @@ REPLACEMENTS.update({f"multivariate_normal_gen.{m}": _multivariate(_mvn_logpdf, 
 REPLACEMENTS.update({f"dirichlet_gen.{m}": _multivariate(_dirichlet_logpdf, "dirichlet", m)
                      for m in ("logpdf", "pdf")})
 REPLACEMENTS["entropy"] = _entropy_gate
+REPLACEMENTS["rv_continuous.rvs"] = REPLACEMENTS["rv_discrete.rvs"] = _rvs
