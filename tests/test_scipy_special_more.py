@@ -366,3 +366,39 @@ def test_docstring_examples_run():
     for module in (rss, special_more, special_bessel, special_poly):
         result = doctest.testmod(module)
         assert result.failed == 0 and result.attempted > 0, module.__name__
+
+
+def _generator():
+    import importlib.util
+    import pathlib
+    path = pathlib.Path(__file__).resolve().parents[1] / "docs" / "gen_supported.py"
+    spec = importlib.util.spec_from_file_location("gen_supported_scipy", path)
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    return gen, path.with_name("supported.md").read_text()
+
+
+def test_supported_md_lists_scipy_and_is_current():
+    gen, text = _generator()
+    lines = gen.scipy_sections()
+    missing = [line for line in lines if line.startswith("|") and line not in text]
+    assert not missing, f"run python docs/gen_supported.py: {missing[:3]}"
+    for name in ("gammaln", "struve", "pro_ang1", "ellipkinc", "logsumexp"):
+        assert f"| `scipy.special.{name}" in text, name
+    assert "| `scipy.stats.weibull_min` |" in text and "| `scipy.stats.skew` |" in text
+    assert "| `scipy.linalg.solve` |" in text and "| `scipy.signal.convolve` |" in text
+    assert "`gompertz`" in text            # the unsupported ones, with what happens
+    # every ufunc with a status has its row, refusals with their reasons
+    for u, st in STATUS.items():
+        assert f"`{rune.scipy.special._public_name(u)}`" in text, u.__name__
+
+
+def test_generator_lists_a_module_by_its_all():
+    import types
+    gen, _ = _generator()
+    plain = types.SimpleNamespace(__all__=["minimize", "REPLACEMENTS", "_private"])
+    assert gen.scipy_rows(plain, "optimize") == [("scipy.optimize.minimize", "")]
+    named = types.SimpleNamespace(__all__=["spsolve"], SCIPY_MODULE="scipy.sparse.linalg")
+    assert gen.scipy_rows(named, "sparse_linalg") == [("scipy.sparse.linalg.spsolve", "")]
+    table = types.SimpleNamespace(SUPPORTED=[("scipy.integrate.quad", "in the bounds")])
+    assert gen.scipy_rows(table, "integrate") == [("scipy.integrate.quad", "in the bounds")]

@@ -33,7 +33,8 @@ from ..primitives.special import polygamma_p, zeta_derivative_p
 from ..primitives import special_more, special_bessel, special_poly  # noqa: F401  (rules)
 
 __all__ = ["logsumexp", "softmax", "log_softmax", "polygamma", "multigammaln", "zeta",
-           "spherical_jn", "spherical_yn", "spherical_in", "spherical_kn", "REPLACEMENTS"]
+           "spherical_jn", "spherical_yn", "spherical_in", "spherical_kn", "REPLACEMENTS",
+           "supported"]
 
 
 def _traced(args, kwargs):
@@ -221,5 +222,60 @@ def _gate(fn):
 REPLACEMENTS = {name: _gate(globals()[name]) for name in
                 ("logsumexp", "softmax", "log_softmax", "polygamma", "multigammaln", "zeta",
                  "spherical_jn", "spherical_yn", "spherical_in", "spherical_kn")}
+
+
+
+def _public_name(u):
+    name = u.__name__
+    return f"scipy.special.{name}" if getattr(sc, name, None) is u else \
+        f"scipy.special._ufuncs.{name}"
+
+
+def _describe(status):
+    """One row's notes: what has a derivative, what is an integer, what is refused why."""
+    rules = [a for a, s in status if s == "rule"]
+    consts = [a for a, s in status if s == "constant"]
+    refused = {}
+    for a, s in status:
+        if s not in ("rule", "constant"):
+            refused.setdefault(s, []).append(a)
+    if not rules and not refused:
+        return "integer-valued: no derivative"
+    parts = [f"derivative in {', '.join(rules)}" if rules else "values only (every "
+             "transformation), no derivative"]
+    ints = [a for a in consts if a != "tol"]
+    if ints:
+        parts.append(f"{', '.join(ints)}: integer (SciPy truncates it): no derivative")
+    if "tol" in consts:
+        parts.append("tol: a tolerance, no derivative")
+    parts += [f"{', '.join(args)}: refused ({reason})" for reason, args in refused.items()]
+    return "; ".join(parts)
+
+
+_PYTHON_LEVEL = {
+    "logsumexp": "in a and b; axis, keepdims, return_sign", "softmax": "in x; axis",
+    "log_softmax": "in x; axis", "polygamma": "in x; n: integer, no derivative",
+    "multigammaln": "in a", "zeta": "in x (every real x) and q (q > 0)",
+    **{f"spherical_{k}": "in z, derivative=True too; n: integer" for k in
+       ("jn", "yn", "in", "kn")},
+    "softplus": "in x (SciPy's own code on traced values)",
+    "lambertw": "in z (the private ufunc below); k, tol: constants"}
+
+
+def supported():
+    """``(name, notes)`` for every function of ``scipy.special`` rune handles, for
+    ``docs/gen_supported.py``: each ufunc with the status of each argument, then the
+    Python-level functions.
+
+    >>> rows = dict(supported())
+    >>> rows["scipy.special.gammainc"]
+    'derivative in x; a: refused (no closed form)'
+    """
+    from ..primitives.special import STATUS
+    rows = sorted((_public_name(u), _describe(st)) for u, st in STATUS.items())
+    rows += [(f"scipy.special.{n} (Python function)", note)
+             for n, note in sorted(_PYTHON_LEVEL.items())]
+    return rows
+
 
 del _prims

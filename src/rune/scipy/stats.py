@@ -26,7 +26,7 @@ from ..dispatch import _iter_tracers
 from . import special as _special  # noqa: F401  (the rules of scipy.special's ufuncs)
 from scipy.stats._distn_infrastructure import rv_discrete
 
-__all__ = ["REPLACEMENTS", "CONTINUOUS", "DISCRETE", "entropy"]
+__all__ = ["REPLACEMENTS", "CONTINUOUS", "DISCRETE", "entropy", "supported"]
 
 LOG_2PI = np.log(2 * np.pi)
 _NAN = float("nan")
@@ -464,3 +464,45 @@ REPLACEMENTS.update({f"dirichlet_gen.{m}": _multivariate(_dirichlet_logpdf, "dir
                      for m in ("logpdf", "pdf")})
 REPLACEMENTS["entropy"] = _entropy_gate
 REPLACEMENTS["rv_continuous.rvs"] = REPLACEMENTS["rv_discrete.rvs"] = _rvs
+
+
+# the regularized incomplete functions have no closed-form derivative in their parameters
+SHAPE_REFUSED = {"t": "df", "gamma": "a", "beta": "a, b", "chi2": "df", "nbinom": "n"}
+
+
+def supported():
+    """``(name, notes)`` for ``docs/gen_supported.py``: every distribution rune evaluates
+    on traced values, with its methods, and the other functions it replaces.
+
+    >>> rows = dict(supported())
+    >>> rows["scipy.stats.weibull_min"]
+    'logpdf, pdf, cdf, logcdf, sf, logsf, ppf, rvs; in x, loc, scale and every shape parameter'
+    """
+    import scipy.stats as st
+    rows = []
+    for name, fam in sorted(CONTINUOUS.items()):
+        methods = [m for m in CONTINUOUS_METHODS if m != "ppf" or "ppf" in fam] + ["rvs"]
+        note = f"{', '.join(methods)}; in x, loc, scale and every shape parameter"
+        if name in SHAPE_REFUSED:
+            note = (f"{', '.join(methods)}; in x, loc, scale, and {SHAPE_REFUSED[name]} for "
+                    f"logpdf/pdf; cdf, sf, ppf and their logs in {SHAPE_REFUSED[name]}: "
+                    f"refused (no closed form)")
+        rows.append((f"scipy.stats.{name}", note))
+    for name in sorted(DISCRETE):
+        note = f"{', '.join(DISCRETE_METHODS)}, rvs; in loc and every real parameter"
+        if name in SHAPE_REFUSED:
+            note += f"; cdf, sf and their logs in {SHAPE_REFUSED[name]}: refused (no closed form)"
+        rows.append((f"scipy.stats.{name}", note))
+    rows += [("scipy.stats.multivariate_normal", "logpdf, pdf; in x, mean, cov "
+              "(allow_singular too)"),
+             ("scipy.stats.dirichlet", "logpdf, pdf; in alpha"),
+             ("scipy.stats.entropy", "in pk and qk; base, axis"),
+             ("rvs of every distribution (those below too)", "in loc and scale (loc + "
+              "scale * SciPy's own standard draw); a traced shape parameter: refused")]
+    others = sorted(n for n in dir(st) if isinstance(getattr(st, n), (st.rv_continuous,
+                                                                      st.rv_discrete))
+                    and n not in CONTINUOUS and n not in DISCRETE)
+    rows.append(("other distributions: " + ", ".join(f"`{n}`" for n in others),
+                 "logpdf, cdf, ...: no rule, NotImplementedError naming the distribution "
+                 "and the method (rvs: as above)"))
+    return rows

@@ -28,6 +28,18 @@ from ..primitives._util import ndim as _ndim, shape as _shape
 
 __all__ = ["zscore", "zmap", "skew", "kurtosis", "pearsonr", "spearmanr", "REPLACEMENTS"]
 
+SUPPORTED = [
+    ("scipy.stats.zscore", "in a; axis, ddof; nan_policy='propagate' only"),
+    ("scipy.stats.zmap", "in scores and compare; axis, ddof; nan_policy='propagate' only"),
+    ("scipy.stats.skew", "in a; axis, bias, keepdims; nan_policy='propagate' only"),
+    ("scipy.stats.kurtosis", "in a; axis, fisher, bias, keepdims; nan_policy='propagate' "
+     "only"),
+    ("scipy.stats.pearsonr", "statistic and p-value, in x and y; alternative, axis; "
+     "method=None only"),
+    ("scipy.stats.spearmanr", "a function of ranks: no derivative (SciPy's own on the "
+     "numbers; per example under vmap)"),
+]
+
 
 def _traced(*objs):
     return any(True for _ in _iter_tracers(objs))
