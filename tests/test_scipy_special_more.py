@@ -402,3 +402,12 @@ def test_generator_lists_a_module_by_its_all():
     assert gen.scipy_rows(named, "sparse_linalg") == [("scipy.sparse.linalg.spsolve", "")]
     table = types.SimpleNamespace(SUPPORTED=[("scipy.integrate.quad", "in the bounds")])
     assert gen.scipy_rows(table, "integrate") == [("scipy.integrate.quad", "in the bounds")]
+
+
+def test_scaled_functions_refuse_a_complex_argument():
+    z = np.array([0.5 + 0.3j])
+    for f in (sc.ive, sc.kve, sc.jve, sc.yve):
+        with pytest.raises(NotImplementedError, match="complex argument"):
+            rune.jvp(lambda z: f(1.0, z), (z,), (np.ones_like(z),))
+    # the holomorphic ones take it: J_v'(z) by the recurrence
+    rune.check_grads(lambda z: sc.jv(1.5, z), z, order=2)
