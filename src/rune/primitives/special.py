@@ -4,13 +4,19 @@ SciPy's special functions are NumPy ufuncs, so ``__array_ufunc__`` hands them to
 rune like ``np.sin``.  Each primitive is one line: the ufunc and its local
 derivative per argument, ``d(*args, out)``, written with ufuncs on traced values
 (so derivatives of every order follow), JVP and VJP both ``g * d``.  ``None`` marks
-an argument without a derivative (``polygamma``'s order ``n``).  Where ``g`` is a
-structural zero the engine makes the product zero whatever ``d`` is.
+an integer argument without a derivative (``polygamma``'s order ``n``, ``yn``'s ``n``,
+which SciPy truncates), ``Refuse(reason)`` one whose derivative has no closed form (an
+order, a shape parameter): asking for it raises ``NotImplementedError`` naming the function
+and the argument, never a silent zero.  :data:`STATUS` records which is which for every
+ufunc (the sweep in ``tests/test_scipy_special_more.py``, ``docs/supported.md``).  The
+other families are in :mod:`rune.primitives.special_more`, ``special_bessel`` and
+``special_poly``.  Where ``g`` is a structural zero the engine makes the product zero
+whatever ``d`` is.
 
 This module imports SciPy and is itself imported lazily (by
 :mod:`rune.scipy.special`, when a traced value first meets one of these ufuncs):
 ``import rune`` never imports SciPy.  It imports only :mod:`rune.core`,
-:mod:`rune.dispatch` and NumPy/SciPy.
+:mod:`rune.dispatch`, :mod:`rune.primitives.elementwise` and NumPy/SciPy.
 """
 
 from __future__ import annotations

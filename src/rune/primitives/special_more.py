@@ -115,8 +115,8 @@ special(sc.sindg, lambda x, y: DEG * sc.cosdg(x))
 special(sc.cosdg, lambda x, y: -DEG * sc.sindg(x))
 special(sc.tandg, lambda x, y: DEG * (1 + y * y))
 special(sc.cotdg, lambda x, y: -DEG * (1 + y * y))
-special(sc.radian, lambda d, m, s, y: DEG + 0 * d, lambda d, m, s, y: DEG / 60 + 0 * m,
-        lambda d, m, s, y: DEG / 3600 + 0 * s, args="d m s")
+special(sc.radian, lambda d, m, s, y: DEG, lambda d, m, s, y: DEG / 60,
+        lambda d, m, s, y: DEG / 3600, args="d m s")
 special(sc.exprel, lambda x, y: exprel_d(x))
 # powm1 = x^y - 1: the derivatives of the power (0 in x where y == 0, 0 in y where x == 0)
 special(sc.powm1, lambda x, y, z: np.where(y == 0, 0.0, y * np.power(x, y - 1)),
@@ -338,7 +338,7 @@ special(sc.fdtri, INVERSE, INVERSE, lambda a, b, p, x: 1 / _fd(a, b, x), args="d
 special(sc.fdtridfd, INVERSE, INVERSE, INVERSE, args="dfn p x")
 # the normal distribution's inverses in its mean and scale: mn = x - std ndtri(p)
 special(sc.nrdtrimn, lambda p, s, x, mn: -s * SQRT_2PI * np.exp(sc.ndtri(p) ** 2 / 2),
-        lambda p, s, x, mn: -sc.ndtri(p), lambda p, s, x, mn: 1.0 + 0 * x, args="p std x")
+        lambda p, s, x, mn: -sc.ndtri(p), lambda p, s, x, mn: 1.0, args="p std x")
 special(sc.nrdtrisd, lambda mn, p, x, s: -1 / sc.ndtri(p),
         lambda mn, p, x, s: -s / sc.ndtri(p) * SQRT_2PI * np.exp(sc.ndtri(p) ** 2 / 2),
         lambda mn, p, x, s: 1 / sc.ndtri(p), args="mn p x")
