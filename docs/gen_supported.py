@@ -1,4 +1,10 @@
-"""Write docs/supported.md from rune's dispatch tables: python docs/gen_supported.py"""
+"""Write docs/supported.md from rune's dispatch tables: python docs/gen_supported.py
+
+The SciPy part lists every module of ``rune.scipy`` (found by name, so a new one appears
+without an edit here), each through the first of: a ``supported()`` function or a
+``SUPPORTED`` list of ``(name, notes)`` rows, else its ``__all__`` (names under
+``SCIPY_MODULE``, by default ``scipy.<module>``).
+"""
 
 import pathlib
 
@@ -9,7 +15,7 @@ from rune import core
 from rune.dispatch import FUNCTIONS, UFUNCS, REDUCE, ACCUMULATE
 from rune.numpy_api import _func_name
 
-HEADER = """# NumPy functions rune supports
+HEADER = """# NumPy and SciPy functions rune supports
 
 Generated from the dispatch tables (`rune.dispatch`) by `docs/gen_supported.py`; a test checks
 that every registered function is listed here.
@@ -125,9 +131,56 @@ def classify():
     return table
 
 
+SCIPY_HEADER = """## SciPy
+
+rune's SciPy surface, one table per module of `rune.scipy` (each loaded once the user's
+code imports the SciPy module).  *derivative in x*: the arguments with a rule; *integer*:
+SciPy truncates the argument, so it has no derivative; *refused*: asking for that
+derivative raises `NotImplementedError` naming the function and the argument, with the
+reason shown here (values still work under every transformation, `vmap` included).
+"""
+
+
+def scipy_rows(module, short):
+    """``(name, notes)`` rows of one ``rune.scipy`` module (see the module docstring)."""
+    if callable(getattr(module, "supported", None)):
+        return list(module.supported())
+    if getattr(module, "SUPPORTED", None) is not None:
+        return list(module.SUPPORTED)
+    prefix = getattr(module, "SCIPY_MODULE", f"scipy.{short}")
+    return [(f"{prefix}.{n}", "") for n in getattr(module, "__all__", ())
+            if not n.startswith("_") and not n.isupper() and n != "supported"]
+
+
+def scipy_sections():
+    """The SciPy part of supported.md, as lines (empty without SciPy)."""
+    import importlib
+    import pkgutil
+    try:
+        import scipy  # noqa: F401
+    except ImportError:
+        return []
+    import rune.scipy
+    lines = [SCIPY_HEADER]
+    for info in sorted(pkgutil.iter_modules(rune.scipy.__path__), key=lambda i: i.name):
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"rune.scipy.{info.name}")
+        rows = scipy_rows(module, info.name)
+        if not rows:
+            continue
+        lines += [f"### `rune.scipy.{info.name}`\n", "| function | notes |", "|---|---|"]
+        lines += [f"| {f'`{n}`' if n.startswith('scipy.') else n} | {note} |"
+                  for n, note in rows]
+        lines.append("")
+    return lines
+
+
 def main():
     ufunc_rows = []
     for uf, handler in sorted(UFUNCS.items(), key=lambda kv: kv[0].__name__):
+        if getattr(np, uf.__name__, None) is not uf:    # scipy.special's: in their section
+            continue
         note = ""
         if isinstance(handler, core.Primitive) and handler.nondiff:
             note = "no derivative"
@@ -166,6 +219,7 @@ def main():
               "| function | status |", "|---|---|"]
     lines += [f"| `{n}` | {c} |" for n, c in sorted(table.items())]
     lines.append("")
+    lines += scipy_sections()
     out = pathlib.Path(__file__).with_name("supported.md")
     out.write_text("\n".join(lines))
     print(f"wrote {out} ({len(ufunc_rows)} ufunc entries, {len(funcs)} functions)")

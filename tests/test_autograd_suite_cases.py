@@ -190,7 +190,8 @@ def test_bessel_derivatives_by_hand():
 
 
 def test_bessel_order_has_no_derivative():
-    with pytest.raises(NotImplementedError, match="jv has no derivative with respect to the order"):
+    with pytest.raises(NotImplementedError, match=r"jv has no derivative with respect to v in "
+                                                  r"rune \(no closed form in the order\)"):
         rune.grad(lambda v: sc.jv(v, 1.5))(0.5)
     # a constant order is fine
     assert rune.grad(lambda x: sc.jv(0.5, x))(1.5) == pytest.approx(
@@ -249,8 +250,8 @@ def test_discrete_cdf_and_sf(dist, name):
 def test_poisson_cdf_broadcast_and_unsupported_family():
     k, mu = np.round(R.normal(size=(4, 3)) ** 2), R.normal(size=(4, 1)) ** 2 + 1.1
     rune.check_grads(lambda m: st.poisson.cdf(k, m), mu)
-    with pytest.raises(NotImplementedError, match=r"scipy\.stats\.geom\.cdf has no rule"):
-        rune.grad(lambda p: st.geom.cdf(2.0, p))(0.3)
+    with pytest.raises(NotImplementedError, match=r"scipy\.stats\.zipf\.cdf has no rule"):
+        rune.grad(lambda a: st.zipf.cdf(2.0, a))(2.3)
 
 
 # --- scipy.linalg: sqrtm at matrices with negative eigenvalues (second order), and

@@ -4,13 +4,19 @@ SciPy's special functions are NumPy ufuncs, so ``__array_ufunc__`` hands them to
 rune like ``np.sin``.  Each primitive is one line: the ufunc and its local
 derivative per argument, ``d(*args, out)``, written with ufuncs on traced values
 (so derivatives of every order follow), JVP and VJP both ``g * d``.  ``None`` marks
-an argument without a derivative (``polygamma``'s order ``n``).  Where ``g`` is a
-structural zero the engine makes the product zero whatever ``d`` is.
+an integer argument without a derivative (``polygamma``'s order ``n``, ``yn``'s ``n``,
+which SciPy truncates), ``Refuse(reason)`` one whose derivative has no closed form (an
+order, a shape parameter): asking for it raises ``NotImplementedError`` naming the function
+and the argument, never a silent zero.  :data:`STATUS` records which is which for every
+ufunc (the sweep in ``tests/test_scipy_special_more.py``, ``docs/supported.md``).  The
+other families are in :mod:`rune.primitives.special_more`, ``special_bessel`` and
+``special_poly``.  Where ``g`` is a structural zero the engine makes the product zero
+whatever ``d`` is.
 
 This module imports SciPy and is itself imported lazily (by
 :mod:`rune.scipy.special`, when a traced value first meets one of these ufuncs):
 ``import rune`` never imports SciPy.  It imports only :mod:`rune.core`,
-:mod:`rune.dispatch` and NumPy/SciPy.
+:mod:`rune.dispatch`, :mod:`rune.primitives.elementwise` and NumPy/SciPy.
 """
 
 from __future__ import annotations
@@ -19,14 +25,30 @@ import numpy as np
 import scipy.special as sc
 
 from ..core import bind
+from ..dispatch import register_ufunc
 from .elementwise import elementwise, elementwise_primitive, nondiff
 
-__all__ = ["SPECIAL_UFUNCS", "zeta_derivative_p", "polygamma_p"]
+__all__ = ["SPECIAL_UFUNCS", "STATUS", "Refuse", "special", "special_multi", "riemann_zeta_d",
+           "zeta_derivative_p", "polygamma_p"]
 
 SQRT_PI = np.sqrt(np.pi)
 SQRT_2PI = np.sqrt(2 * np.pi)
 
-SPECIAL_UFUNCS = {}    # ufunc -> primitive, for the names in error messages and tests
+SPECIAL_UFUNCS = {}    # ufunc -> primitive (or handler), for error messages and tests
+# ufunc -> ((argument name, "rule" | "constant" | the reason it has no derivative), ...):
+# what tests/test_scipy_special_more.py sweeps and docs/gen_supported.py lists
+STATUS = {}
+NO_CLOSED_FORM = "no closed form"
+
+
+class Refuse:
+    """A partial-derivative slot with no derivative in rune, for ``reason``: asking for it
+    raises ``NotImplementedError`` naming the function and the argument (never a zero)."""
+
+    __slots__ = ("reason",)
+
+    def __init__(self, reason=NO_CLOSED_FORM):
+        self.reason = reason
 
 
 def _scale(d):
@@ -37,14 +59,67 @@ def _scale(d):
     return rule
 
 
-def special(ufunc, *partials, name=None, uses=("args", "out")):
-    """The primitive of ``ufunc`` with local derivatives ``partials`` (``d(*args, out)``);
-    ``uses``: what the partials read (the tape's residuals), by default the arguments and
-    the output."""
-    p = elementwise(ufunc, *partials, name=f"scipy.special.{name or ufunc.__name__}",
-                    uses=uses)
+def _refusal(fname, arg, reason):
+    def rule(g, out, *args):
+        raise NotImplementedError(
+            f"scipy.special.{fname} has no derivative with respect to {arg} in rune "
+            f"({reason}); use rune.stop_gradient on {arg} if none is wanted")
+    rule.reason = reason
+    return rule
+
+
+def _arg_names(ufunc, args):
+    if args is not None:
+        return tuple(args.split()) if isinstance(args, str) else tuple(args)
+    return ("x",) if ufunc.nin == 1 else tuple(f"x{i + 1}" for i in range(ufunc.nin))
+
+
+def _status(d):
+    return "constant" if d is None else d.reason if isinstance(d, Refuse) else "rule"
+
+
+def _rules(fname, partials, names):
+    return tuple(None if d is None else _refusal(fname, n, d.reason) if isinstance(d, Refuse)
+                 else _scale(d) for d, n in zip(partials, names))
+
+
+def special(ufunc, *partials, name=None, uses=("args", "out"), args=None):
+    """The primitive of ``ufunc`` with local derivatives ``partials``: ``d(*args, out)``,
+    ``None`` (an integer-valued argument: no derivative) or :class:`Refuse`; ``uses``:
+    what the partials read (the tape's residuals), by default the arguments and the
+    output; ``args``: the arguments' names (``"v x"``), for messages and the docs."""
+    fname = name or ufunc.__name__
+    names = _arg_names(ufunc, args)
+    STATUS[ufunc] = tuple((n, _status(d)) for n, d in zip(names, partials))
+    if any(isinstance(d, Refuse) for d in partials):
+        p = _primitive(f"scipy.special.{fname}", ufunc, _rules(fname, partials, names),
+                       ufunc=ufunc)
+    else:
+        p = elementwise(ufunc, *partials, name=f"scipy.special.{fname}", uses=uses)
     SPECIAL_UFUNCS[ufunc] = p
     return p
+
+
+def special_multi(ufunc, outputs, args=None):
+    """``ufunc`` with several outputs (``fresnel``, ``airy``): one primitive per output,
+    ``outputs`` a sequence of ``partials`` tuples as for :func:`special` (``out`` is that
+    output); the handler returns their tuple."""
+    fname = ufunc.__name__
+    names = _arg_names(ufunc, args)
+    prims = tuple(_primitive(f"scipy.special.{fname} (output {i})",
+                             lambda *a, i=i: ufunc(*a)[i], _rules(fname, partials, names))
+                  for i, partials in enumerate(outputs))
+    statuses = [[_status(d) for d in partials] for partials in outputs]
+    STATUS[ufunc] = tuple(
+        (n, next((s for s in col if s not in ("rule", "constant")), col[0]))
+        for n, col in zip(names, zip(*statuses)))
+
+    def handler(*inputs):
+        return tuple(bind(p, *inputs) for p in prims)
+    handler.__name__ = fname
+    register_ufunc(ufunc, handler)
+    SPECIAL_UFUNCS[ufunc] = handler
+    return prims
 
 
 def _primitive(name, impl, rules, ufunc=None):
@@ -126,6 +201,7 @@ zeta_derivative_p = _primitive(
 # Gamma family
 # --------------------------------------------------------------------------
 
+# DLMF 5.15.1: d/dx psi^(n)(x) = psi^(n+1)(x)
 polygamma_p = _primitive("scipy.special.polygamma", lambda n, x: sc.polygamma(n, x),
                          (None, _scale(lambda n, x, y: bind(polygamma_p, n + 1, x))))
 
@@ -134,20 +210,23 @@ def _trigamma(x):
     return bind(polygamma_p, 1, x)
 
 
+# DLMF 5.2.2 (psi = Gamma'/Gamma), 5.15.1 (psi^(n)' = psi^(n+1)), 5.12.1 (Beta)
 gammaln_p = special(sc.gammaln, lambda x, y: sc.psi(x))
 psi_p = special(sc.psi, lambda x, y: _trigamma(x))
 gamma_p = special(sc.gamma, lambda x, y: y * sc.psi(x))
 loggamma_p = special(sc.loggamma, lambda x, y: sc.psi(x))
 rgamma_p = special(sc.rgamma, lambda x, y: -y * sc.psi(x))
 beta_p = special(sc.beta, lambda a, b, y: y * (sc.psi(a) - sc.psi(a + b)),
-                 lambda a, b, y: y * (sc.psi(b) - sc.psi(a + b)))
+                 lambda a, b, y: y * (sc.psi(b) - sc.psi(a + b)), args="a b")
 betaln_p = special(sc.betaln, lambda a, b, y: sc.psi(a) - sc.psi(a + b),
-                   lambda a, b, y: sc.psi(b) - sc.psi(a + b))
+                   lambda a, b, y: sc.psi(b) - sc.psi(a + b), args="a b")
 
 # --------------------------------------------------------------------------
 # Error function and the normal distribution
 # --------------------------------------------------------------------------
 
+# DLMF 7.2.1 (erf' = 2/sqrt(pi) exp(-x^2)), 7.17.1 (the inverses: 1 / f'(f^-1)), and the
+# normal distribution Phi(x) = erfc(-x/sqrt(2))/2 (DLMF 7.2.2)
 erf_p = special(sc.erf, lambda x, y: 2 / SQRT_PI * np.exp(-x * x))
 erfc_p = special(sc.erfc, lambda x, y: -2 / SQRT_PI * np.exp(-x * x))
 erfinv_p = special(sc.erfinv, lambda x, y: SQRT_PI / 2 * np.exp(y * y))
@@ -160,6 +239,7 @@ log_ndtr_p = special(sc.log_ndtr, lambda x, y: np.exp(-x * x / 2 - y) / SQRT_2PI
 # Logistic
 # --------------------------------------------------------------------------
 
+# expit' = expit (1 - expit); logit' = 1 / (x (1 - x)); log_expit' = expit(-x)
 expit_p = special(sc.expit, lambda x, y: y * (1 - y))
 logit_p = special(sc.logit, lambda x, y: 1 / (x * (1 - x)))
 log_expit_p = special(sc.log_expit, lambda x, y: sc.expit(-x))
@@ -174,17 +254,19 @@ def _x_over(x, y):
     return np.where(x == 0, 0.0, x / np.where(x == 0, 1.0, y))
 
 
-xlogy_p = special(sc.xlogy, lambda x, y, z: np.log(y), lambda x, y, z: _x_over(x, y))
+xlogy_p = special(sc.xlogy, lambda x, y, z: np.log(y), lambda x, y, z: _x_over(x, y),
+                  args="x y")
 xlog1py_p = special(sc.xlog1py, lambda x, y, z: np.log1p(y),
-                    lambda x, y, z: _x_over(x, 1 + y))
+                    lambda x, y, z: _x_over(x, 1 + y), args="x y")
 entr_p = special(sc.entr, lambda x, y: -np.log(x) - 1)
 rel_entr_p = special(sc.rel_entr, lambda x, y, z: np.log(x / y) + 1,
-                     lambda x, y, z: -_x_over(x, y))
+                     lambda x, y, z: -_x_over(x, y), args="x y")
 kl_div_p = special(sc.kl_div, lambda x, y, z: np.log(x / y),
-                   lambda x, y, z: 1 - _x_over(x, y))
+                   lambda x, y, z: 1 - _x_over(x, y), args="x y")
 
 # --------------------------------------------------------------------------
 # Modified Bessel functions of order 0 and 1: i0' = i1, i1' = i0 - i1/x (1/2 at 0)
+# (DLMF 10.29.3, 10.29.2); the scaled ie = i e^-|x| add -sign(x) ie
 # --------------------------------------------------------------------------
 
 
@@ -207,11 +289,27 @@ if getattr(_ufuncs, "_zeta", None) is not None:
     hurwitz_zeta_p = special(_ufuncs._zeta,
                              lambda s, q, y: bind(zeta_derivative_p, 1, s, q),
                              lambda s, q, y: -s * bind(zeta_derivative_p, 0, s + 1, q),
-                             name="zeta")
+                             name="zeta", args="x q")
+
+
+def riemann_zeta_d(s):
+    """``zeta'(s)``: the Euler-Maclaurin sum for ``s >= 0``; for ``s < 0``, where that sum
+    cancels, the derivative of the functional equation (DLMF 25.4.1)
+    ``zeta(s) = A(s) zeta(1 - s)``, ``A = 2^s pi^(s-1) sin(pi s/2) Gamma(1 - s)``."""
+    neg = s < 0
+    sn = np.where(neg, s, -1.0)
+    direct = bind(zeta_derivative_p, 1, np.where(neg, 2.0, s), 1.0)
+    base = np.exp(sn * np.log(2.0) + (sn - 1) * np.log(np.pi)) * sc.gamma(1 - sn)
+    a = base * np.sin(np.pi / 2 * sn)
+    da = a * (np.log(2 * np.pi) - sc.psi(1 - sn)) + base * np.pi / 2 * np.cos(np.pi / 2 * sn)
+    b = bind(zeta_derivative_p, 0, 1 - sn, 1.0)
+    db = -bind(zeta_derivative_p, 1, 1 - sn, 1.0)
+    return np.where(neg, da * b + a * db, direct)
+
+
 if getattr(_ufuncs, "_riemann_zeta", None) is not None:
-    riemann_zeta_p = special(_ufuncs._riemann_zeta,
-                             lambda s, y: bind(zeta_derivative_p, 1, s, 1.0),
-                             name="zeta (Riemann's)")
+    riemann_zeta_p = special(_ufuncs._riemann_zeta, lambda s, y: riemann_zeta_d(s),
+                             name="zeta (Riemann's)", args="x")
 
 # --------------------------------------------------------------------------
 # Regularized incomplete functions: differentiable in x; their derivatives in the
@@ -219,21 +317,8 @@ if getattr(_ufuncs, "_riemann_zeta", None) is not None:
 # --------------------------------------------------------------------------
 
 
-def _no_derivative(fname, arg):
-    def rule(g, out, *args):
-        raise NotImplementedError(
-            f"scipy.special.{fname} has no derivative with respect to {arg} in rune (only "
-            f"with respect to x); use rune.stop_gradient on {arg} if none is wanted")
-    return rule
-
-
 def _log_or(x, fallback=1.0):
     return np.log(np.where(x > 0, x, fallback))
-
-
-def _incomplete(ufunc, nshape, d, names):
-    rules = tuple(_no_derivative(ufunc.__name__, n) for n in names) + (_scale(d),)
-    return _primitive(f"scipy.special.{ufunc.__name__}", ufunc, rules, ufunc=ufunc)
 
 
 def _gamma_density(a, x, y):
@@ -252,10 +337,13 @@ def _t_density(df, t, y):
                   - (df + 1) / 2 * np.log1p(t * t / df))
 
 
-gammainc_p = _incomplete(sc.gammainc, 1, _gamma_density, ("a",))
-gammaincc_p = _incomplete(sc.gammaincc, 1, lambda a, x, y: -_gamma_density(a, x, y), ("a",))
-betainc_p = _incomplete(sc.betainc, 2, _beta_density, ("a", "b"))
-stdtr_p = _incomplete(sc.stdtr, 1, _t_density, ("df",))
+# P(a, x) and Q(a, x): DLMF 8.8.13 (d/dx of the incomplete gamma); I_x(a, b): DLMF 8.17.8
+# (d/dx of the incomplete beta, its density); the t distribution's density for stdtr
+gammainc_p = special(sc.gammainc, Refuse(), _gamma_density, args="a x")
+gammaincc_p = special(sc.gammaincc, Refuse(), lambda a, x, y: -_gamma_density(a, x, y),
+                      args="a x")
+betainc_p = special(sc.betainc, Refuse(), Refuse(), _beta_density, args="a b x")
+stdtr_p = special(sc.stdtr, Refuse(), _t_density, args="df t")
 
 # --------------------------------------------------------------------------
 # Bessel functions: J, Y (first and second kind), I, K (modified), and the exponentially
@@ -275,20 +363,38 @@ k0e_p = special(sc.k0e, lambda x, y: y - sc.k1e(x))
 k1e_p = special(sc.k1e, lambda x, y: y - (sc.k0e(x) + sc.kve(2, x)) / 2)
 
 
-def _bessel(ufunc, d):
-    rules = (_no_derivative(ufunc.__name__, "the order v"), _scale(d))
-    return _primitive(f"scipy.special.{ufunc.__name__}", ufunc, rules, ufunc=ufunc)
+def _real_only(fname, d):
+    """``d`` for real arguments; the exponentially scaled functions are not holomorphic
+    (``|Re z|``, ``|Im z|``), so a complex argument is refused."""
+    def partial(*args):          # (..., x, out): x the last argument
+        if np.iscomplexobj(args[-2]):
+            raise NotImplementedError(f"scipy.special.{fname} has no derivative for a "
+                                      "complex argument in rune (it is not holomorphic)")
+        return d(*args)
+    return partial
 
 
-jv_p = _bessel(sc.jv, lambda v, x, y: (sc.jv(v - 1, x) - sc.jv(v + 1, x)) / 2)
-yv_p = _bessel(sc.yv, lambda v, x, y: (sc.yv(v - 1, x) - sc.yv(v + 1, x)) / 2)
-yn_p = _bessel(sc.yn, lambda n, x, y: (sc.yn(n - 1, x) - sc.yn(n + 1, x)) / 2)
-iv_p = _bessel(sc.iv, lambda v, x, y: (sc.iv(v - 1, x) + sc.iv(v + 1, x)) / 2)
-ive_p = _bessel(sc.ive, lambda v, x, y: (sc.ive(v - 1, x) + sc.ive(v + 1, x)) / 2
-                - np.sign(x) * y)
-kv_p = _bessel(sc.kv, lambda v, x, y: -(sc.kv(v - 1, x) + sc.kv(v + 1, x)) / 2)
-kve_p = _bessel(sc.kve, lambda v, x, y: y - (sc.kve(v - 1, x) + sc.kve(v + 1, x)) / 2)
+_ORDER = Refuse("no closed form in the order")
+jv_p = special(sc.jv, _ORDER, lambda v, x, y: (sc.jv(v - 1, x) - sc.jv(v + 1, x)) / 2,
+               args="v z")
+yv_p = special(sc.yv, _ORDER, lambda v, x, y: (sc.yv(v - 1, x) - sc.yv(v + 1, x)) / 2,
+               args="v z")
+iv_p = special(sc.iv, _ORDER, lambda v, x, y: (sc.iv(v - 1, x) + sc.iv(v + 1, x)) / 2,
+               args="v z")
+ive_p = special(sc.ive, _ORDER, _real_only("ive", lambda v, x, y: (
+    sc.ive(v - 1, x) + sc.ive(v + 1, x)) / 2 - np.sign(x) * y), args="v z")
+kv_p = special(sc.kv, _ORDER, lambda v, x, y: -(sc.kv(v - 1, x) + sc.kv(v + 1, x)) / 2,
+               args="v z")
+kve_p = special(sc.kve, _ORDER, _real_only("kve", lambda v, x, y: y - (
+    sc.kve(v - 1, x) + sc.kve(v + 1, x)) / 2), args="v z")
+# yn(n, x) and kn(n, x): SciPy truncates a non-integer n (toward zero), so n is a constant
+# and the derivative in x is the truncated order's (DLMF 10.6.1, 10.29.1)
+yn_p = special(sc.yn, None, lambda n, x, y: (sc.yn(np.trunc(n) - 1, x)
+                                             - sc.yn(np.trunc(n) + 1, x)) / 2, args="n x")
+kn_p = special(sc.kn, None, lambda n, x, y: -(sc.kn(np.trunc(n) - 1, x)
+                                              + sc.kn(np.trunc(n) + 1, x)) / 2, args="n x")
 
 # The sign of Gamma is constant between its poles: no derivative.
 gammasgn_p = nondiff(sc.gammasgn, name="scipy.special.gammasgn")
 SPECIAL_UFUNCS[sc.gammasgn] = gammasgn_p
+STATUS[sc.gammasgn] = (("x", "constant"),)

@@ -26,7 +26,9 @@ def _lazy(surface, name):
 # SciPy release that moves them keeps working (duplicates resolve to one object).
 for _name, _home in (("logsumexp", "_logsumexp"), ("softmax", "_logsumexp"),
                      ("log_softmax", "_logsumexp"), ("polygamma", "_basic"),
-                     ("zeta", "_basic"), ("multigammaln", "_spfun_stats")):
+                     ("zeta", "_basic"), ("multigammaln", "_spfun_stats"),
+                     ("spherical_jn", "_spherical_bessel"), ("spherical_yn", "_spherical_bessel"),
+                     ("spherical_in", "_spherical_bessel"), ("spherical_kn", "_spherical_bessel")):
     _wrap(f"scipy.special.{_home}", _name, _lazy("special", _name))
     _wrap("scipy.special", _name, _lazy("special", _name))
 
@@ -59,3 +61,9 @@ for _cls in ("multivariate_normal_gen", "dirichlet_gen"):
         _wrap("scipy.stats._multivariate", f"{_cls}.{_m}", _lazy("stats", f"{_cls}.{_m}"))
 _wrap("scipy.stats._entropy", "entropy", _lazy("stats", "entropy"))
 _wrap("scipy.stats", "entropy", _lazy("stats", "entropy"))
+for _cls in ("rv_continuous", "rv_discrete"):
+    _wrap(_INFRA, f"{_cls}.rvs", _lazy("stats", f"{_cls}.rvs"))
+# the summary statistics (SciPy's array-API versions cannot take traced values)
+for _name in ("zscore", "zmap", "skew", "kurtosis", "pearsonr", "spearmanr"):
+    _wrap("scipy.stats._stats_py", _name, _lazy("stats_more", _name))
+    _wrap("scipy.stats", _name, _lazy("stats_more", _name))

@@ -30,9 +30,11 @@ from ..core import Tracer, bind, stop_leaf, _peek
 from ..dispatch import _iter_tracers
 from ..primitives import special as _prims
 from ..primitives.special import polygamma_p, zeta_derivative_p
+from ..primitives import special_more, special_bessel, special_poly  # noqa: F401  (rules)
 
 __all__ = ["logsumexp", "softmax", "log_softmax", "polygamma", "multigammaln", "zeta",
-           "REPLACEMENTS"]
+           "spherical_jn", "spherical_yn", "spherical_in", "spherical_kn", "REPLACEMENTS",
+           "supported"]
 
 
 def _traced(args, kwargs):
@@ -163,8 +165,49 @@ def zeta(x, q=None):
     if q is None:
         if not isinstance(x, Tracer):
             return sc.zeta(x)
-        q = 1.0
+        return sc._ufuncs._riemann_zeta(x)      # its rule covers x < 1 too
     return bind(zeta_derivative_p, 0, x, q)
+
+
+_SPHERICAL_SIGN = {"jn": 1, "yn": -1, "in": 1, "kn": None}   # f_n(-z) = +-(-1)^n f_n(z)
+
+
+def _spherical(kind):
+    """``spherical_<kind>(n, z, derivative=False)``: SciPy's private ufunc, with SciPy's
+    reflection for a negative real ``z`` (DLMF 10.47(v); ``k_n`` by its complex value)."""
+    sign_even = _SPHERICAL_SIGN[kind]
+
+    def spherical(n, z, derivative=False):
+        if isinstance(n, Tracer):
+            if n.dtype.kind not in "biu":
+                raise TypeError(f"scipy.special.spherical_{kind}: the order n must be an "
+                                f"integer, it has no derivative")
+            n = stop_leaf(n)
+        else:
+            n = np.asarray(n, dtype=np.dtype("long"))
+        u = getattr(sc._ufuncs, f"_spherical_{kind}" + ("_d" if derivative else ""))
+        if np.iscomplexobj(z):
+            return u(n, z)
+        neg = np.less(z, 0)
+        if sign_even is None:
+            return np.where(neg, np.real(u(n, np.where(neg, z, 1.0) + 0j)),
+                            u(n, np.where(neg, 1.0, z)))
+        sign = np.where(n % 2 == 0, sign_even, -sign_even) * (-1 if derivative else 1)
+        return u(n, np.abs(z)) * np.where(neg, sign, 1)
+    spherical.__name__ = f"spherical_{kind}"
+    spherical.__doc__ = f"""SciPy's ``spherical_{kind}`` on traced values, differentiable in
+    ``z`` (``n`` is an integer).
+
+    >>> import rune, scipy.special as sc
+    >>> g = rune.grad(lambda z: sc.spherical_{kind}(1, z))(0.7)
+    >>> bool(abs(g - sc.spherical_{kind}(1, 0.7, derivative=True)) < 1e-12)
+    True
+    """
+    return spherical
+
+
+spherical_jn, spherical_yn, spherical_in, spherical_kn = (
+    _spherical(k) for k in ("jn", "yn", "in", "kn"))
 
 
 def _gate(fn):
@@ -177,6 +220,62 @@ def _gate(fn):
 
 
 REPLACEMENTS = {name: _gate(globals()[name]) for name in
-                ("logsumexp", "softmax", "log_softmax", "polygamma", "multigammaln", "zeta")}
+                ("logsumexp", "softmax", "log_softmax", "polygamma", "multigammaln", "zeta",
+                 "spherical_jn", "spherical_yn", "spherical_in", "spherical_kn")}
+
+
+
+def _public_name(u):
+    name = u.__name__
+    return f"scipy.special.{name}" if getattr(sc, name, None) is u else \
+        f"scipy.special._ufuncs.{name}"
+
+
+def _describe(status):
+    """One row's notes: what has a derivative, what is an integer, what is refused why."""
+    rules = [a for a, s in status if s == "rule"]
+    consts = [a for a, s in status if s == "constant"]
+    refused = {}
+    for a, s in status:
+        if s not in ("rule", "constant"):
+            refused.setdefault(s, []).append(a)
+    if not rules and not refused:
+        return "integer-valued: no derivative"
+    parts = [f"derivative in {', '.join(rules)}" if rules else "values only (every "
+             "transformation), no derivative"]
+    ints = [a for a in consts if a != "tol"]
+    if ints:
+        parts.append(f"{', '.join(ints)}: integer (SciPy truncates it): no derivative")
+    if "tol" in consts:
+        parts.append("tol: a tolerance, no derivative")
+    parts += [f"{', '.join(args)}: refused ({reason})" for reason, args in refused.items()]
+    return "; ".join(parts)
+
+
+_PYTHON_LEVEL = {
+    "logsumexp": "in a and b; axis, keepdims, return_sign", "softmax": "in x; axis",
+    "log_softmax": "in x; axis", "polygamma": "in x; n: integer, no derivative",
+    "multigammaln": "in a", "zeta": "in x (every real x) and q (q > 0)",
+    **{f"spherical_{k}": "in z, derivative=True too; n: integer" for k in
+       ("jn", "yn", "in", "kn")},
+    "softplus": "in x (SciPy's own code on traced values)",
+    "lambertw": "in z (the private ufunc below); k, tol: constants"}
+
+
+def supported():
+    """``(name, notes)`` for every function of ``scipy.special`` rune handles, for
+    ``docs/gen_supported.py``: each ufunc with the status of each argument, then the
+    Python-level functions.
+
+    >>> rows = dict(supported())
+    >>> rows["scipy.special.gammainc"]
+    'derivative in x; a: refused (no closed form)'
+    """
+    from ..primitives.special import STATUS
+    rows = sorted((_public_name(u), _describe(st)) for u, st in STATUS.items())
+    rows += [(f"scipy.special.{n} (Python function)", note)
+             for n, note in sorted(_PYTHON_LEVEL.items())]
+    return rows
+
 
 del _prims

@@ -21,11 +21,12 @@ from __future__ import annotations
 import numpy as np
 import scipy.special as sc
 
-from ..core import Tracer
+from ..core import Tracer, _peek
 from ..dispatch import _iter_tracers
 from . import special as _special  # noqa: F401  (the rules of scipy.special's ufuncs)
+from scipy.stats._distn_infrastructure import rv_discrete
 
-__all__ = ["REPLACEMENTS", "CONTINUOUS", "DISCRETE", "entropy"]
+__all__ = ["REPLACEMENTS", "CONTINUOUS", "DISCRETE", "entropy", "supported"]
 
 LOG_2PI = np.log(2 * np.pi)
 _NAN = float("nan")
@@ -57,7 +58,8 @@ def _t():
         return (sc.gammaln((df + 1) / 2) - sc.gammaln(df / 2) - 0.5 * np.log(df * np.pi)
                 - (df + 1) / 2 * np.log1p(y * y / df))
     return dict(logpdf=logpdf, cdf=lambda y, df: sc.stdtr(df, y),
-                sf=lambda y, df: sc.stdtr(df, -y), valid=lambda df: df > 0)
+                sf=lambda y, df: sc.stdtr(df, -y), ppf=lambda q, df: sc.stdtrit(df, q),
+                valid=lambda df: df > 0)
 
 
 def _gamma():
@@ -65,7 +67,8 @@ def _gamma():
         ys = _inside(y > 0, y, 1.0)
         return np.where(y > 0, (a - 1) * np.log(ys) - ys - sc.gammaln(a), -np.inf)
     return dict(logpdf=logpdf, cdf=lambda y, a: sc.gammainc(a, np.maximum(y, 0)),
-                sf=lambda y, a: sc.gammaincc(a, np.maximum(y, 0)), valid=lambda a: a > 0)
+                sf=lambda y, a: sc.gammaincc(a, np.maximum(y, 0)),
+                ppf=lambda q, a: sc.gammaincinv(a, q), valid=lambda a: a > 0)
 
 
 def _beta():
@@ -75,7 +78,8 @@ def _beta():
         return np.where(inside, (a - 1) * np.log(ys) + (b - 1) * np.log1p(-ys)
                         - sc.betaln(a, b), -np.inf)
     return dict(logpdf=logpdf, cdf=lambda y, a, b: sc.betainc(a, b, np.clip(y, 0, 1)),
-                valid=lambda a, b: (a > 0) & (b > 0))
+                sf=lambda y, a, b: sc.betaincc(a, b, np.clip(y, 0, 1)),
+                ppf=lambda q, a, b: sc.betaincinv(a, b, q), valid=lambda a, b: (a > 0) & (b > 0))
 
 
 def _expon():
@@ -137,12 +141,27 @@ def _chi2():
     g = _gamma()
     return dict(logpdf=lambda y, df: g["logpdf"](y / 2, df / 2) - np.log(2.0),
                 cdf=lambda y, df: g["cdf"](y / 2, df / 2),
-                sf=lambda y, df: g["sf"](y / 2, df / 2), valid=lambda df: df > 0)
+                sf=lambda y, df: g["sf"](y / 2, df / 2),
+                ppf=lambda q, df: 2 * g["ppf"](q, df / 2), valid=lambda df: df > 0)
+
+
+def _weibull_min():
+    # y^c = exp(c log y) on y > 0; the density, distribution and quantile in closed form
+    def power(y, c):
+        return np.where(y > 0, np.exp(c * np.log(_inside(y > 0, y, 1.0))), 0.0)
+
+    def logpdf(y, c):
+        ys = _inside(y > 0, y, 1.0)
+        return np.where(y > 0, np.log(c) + (c - 1) * np.log(ys) - power(y, c), -np.inf)
+    return dict(logpdf=logpdf, cdf=lambda y, c: -np.expm1(-power(y, c)),
+                sf=lambda y, c: np.exp(-power(y, c)), logsf=lambda y, c: -power(y, c),
+                ppf=lambda q, c: np.exp(np.log(-np.log1p(-q)) / c), valid=lambda c: c > 0)
 
 
 CONTINUOUS = {"norm": _norm(), "t": _t(), "gamma": _gamma(), "beta": _beta(), "chi2": _chi2(),
               "expon": _expon(), "laplace": _laplace(), "cauchy": _cauchy(),
-              "logistic": _logistic(), "lognorm": _lognorm(), "uniform": _uniform()}
+              "logistic": _logistic(), "lognorm": _lognorm(), "uniform": _uniform(),
+              "weibull_min": _weibull_min()}
 
 
 def _is_integer(k):
@@ -158,6 +177,18 @@ def _binom(k, n, p):
     kk = _inside(ok, k, 0.0)
     comb = sc.gammaln(n + 1) - sc.gammaln(kk + 1) - sc.gammaln(n - kk + 1)
     return np.where(ok, comb + sc.xlogy(kk, p) + sc.xlog1py(n - kk, -p), -np.inf)
+
+
+def _nbinom(k, n, p):
+    ok = _is_integer(k)
+    kk = _inside(ok, k, 0.0)
+    comb = sc.gammaln(kk + n) - sc.gammaln(n) - sc.gammaln(kk + 1)
+    return np.where(ok, comb + sc.xlogy(n, p) + sc.xlog1py(kk, -p), -np.inf)
+
+
+def _geom(k, p):
+    ok = _is_integer(k) & (k >= 1)
+    return np.where(ok, sc.xlog1py(_inside(ok, k, 1.0) - 1, -p) + np.log(p), -np.inf)
 
 
 def _bernoulli(k, p):
@@ -193,14 +224,36 @@ def _bernoulli_cdf(upper):
     return f
 
 
+def _nbinom_cdf(sf):
+    # P(K <= k) = I_p(n, floor(k) + 1), P(K > k) = its complement, computed directly
+    def f(k, n, p):
+        fk = np.floor(_inside(k >= 0, k, 0.0))
+        mid = (sc.betaincc if sf else sc.betainc)(n, fk + 1, p)
+        return np.where(k >= 0, mid, 1.0 if sf else 0.0)
+    return f
+
+
+def _geom_cdf(sf):
+    # P(K > k) = (1 - p)^floor(k), P(K <= k) = -expm1(floor(k) log1p(-p)), for k >= 1
+    def f(k, p):
+        fk = np.floor(_inside(k >= 1, k, 1.0))
+        mid = np.exp(fk * np.log1p(-p)) if sf else -np.expm1(fk * np.log1p(-p))
+        return np.where(k >= 1, mid, 1.0 if sf else 0.0)
+    return f
+
+
 # name -> (cdf, sf)
 DISCRETE_CDF = {"poisson": (_poisson_cdf(True), _poisson_cdf(False)),
                 "binom": (_binom_cdf(True), _binom_cdf(False)),
-                "bernoulli": (_bernoulli_cdf(True), _bernoulli_cdf(False))}
+                "bernoulli": (_bernoulli_cdf(True), _bernoulli_cdf(False)),
+                "nbinom": (_nbinom_cdf(False), _nbinom_cdf(True)),
+                "geom": (_geom_cdf(False), _geom_cdf(True))}
 
 DISCRETE = {"poisson": (_poisson, lambda mu: mu >= 0),
             "binom": (_binom, lambda n, p: (n >= 0) & (p >= 0) & (p <= 1)),
-            "bernoulli": (_bernoulli, lambda p: (p >= 0) & (p <= 1))}
+            "bernoulli": (_bernoulli, lambda p: (p >= 0) & (p <= 1)),
+            "nbinom": (_nbinom, lambda n, p: (n > 0) & (p > 0) & (p <= 1)),
+            "geom": (_geom, lambda p: (p > 0) & (p <= 1))}
 
 
 def _name(dist):
@@ -223,7 +276,8 @@ def _continuous(method):
     def call(orig, dist, x, *args, **kwds):
         if not _traced(x, args, kwds):
             return orig(dist, x, *args, **kwds)
-        with np.errstate(divide="ignore"):      # log(0) = -inf outside the support
+        # log(0) = -inf outside the support; invalid parameters give NaN, as in SciPy
+        with np.errstate(divide="ignore", invalid="ignore"):
             return _evaluate(dist, method, x, args, kwds)
     return call
 
@@ -261,17 +315,22 @@ def _discrete(method):
     def call(orig, dist, k, *args, **kwds):
         if not _traced(k, args, kwds):
             return orig(dist, k, *args, **kwds)
-        logpmf, valid = _family(dist, DISCRETE, method)
-        shapes, loc, _ = dist._parse_args(*args, **kwds)
-        if method in ("logpmf", "pmf"):
-            out = logpmf(k - loc, *shapes)
-            out = np.exp(out) if method == "pmf" else out
-        else:
-            cdf, sf = _family(dist, DISCRETE_CDF, method)
-            out = (sf if method in ("sf", "logsf") else cdf)(k - loc, *shapes)
-            out = np.log(out) if method.startswith("log") else out
-        return np.where(valid(*shapes), out, _NAN)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return _evaluate_discrete(dist, method, k, args, kwds)
     return call
+
+
+def _evaluate_discrete(dist, method, k, args, kwds):
+    logpmf, valid = _family(dist, DISCRETE, method)
+    shapes, loc, _ = dist._parse_args(*args, **kwds)
+    if method in ("logpmf", "pmf"):
+        out = logpmf(k - loc, *shapes)
+        out = np.exp(out) if method == "pmf" else out
+    else:
+        cdf, sf = _family(dist, DISCRETE_CDF, method)
+        out = (sf if method in ("sf", "logsf") else cdf)(k - loc, *shapes)
+        out = np.log(out) if method.startswith("log") else out
+    return np.where(valid(*shapes), out, _NAN)
 
 
 def _mvn_logpdf(x, mean=None, cov=1, allow_singular=False):
@@ -365,6 +424,35 @@ def _entropy_gate(orig, *args, **kwargs):
     return orig(*args, **kwargs)
 
 
+def _rvs(orig, dist, *args, **kwds):
+    """``rvs`` with a traced ``loc`` or ``scale``: the reparameterised sample
+    ``loc + scale * standard draw``, the draw SciPy's own (same generator, same numbers)."""
+    if not _traced(args, kwds):
+        return orig(dist, *args, **kwds)
+    kw = dict(kwds)
+    rndm = kw.pop("random_state", None)
+    kw.pop("discrete", None)
+    size = kw.pop("size", None)
+    parsed = dist._parse_args(*args, **kw)
+    shapes, loc = parsed[0], parsed[1]
+    scale = 1.0 if isinstance(dist, rv_discrete) else parsed[2]
+    if size is None:        # SciPy's: the parameters' broadcast shape
+        size = np.broadcast_shapes(*(np.shape(p) for p in (*shapes, loc, scale)))
+    if _traced(shapes):
+        raise NotImplementedError(
+            f"scipy.stats.{_name(dist)}.rvs: a traced shape parameter has no "
+            f"reparameterised sample in rune (only loc and scale: loc + scale * a standard "
+            f"draw); use rune.stop_gradient on the shape parameters")
+    if np.any(_peek(scale)[0] < 0):
+        raise ValueError(f"Domain error in arguments. The `scale` parameter must be "
+                         f"positive for all distributions, and many distributions have "
+                         f"restrictions on shape parameters. Please see the "
+                         f"`scipy.stats.{_name(dist)}` documentation for details.")
+    extra = {} if isinstance(dist, rv_discrete) else {"scale": 1.0}
+    draw = orig(dist, *shapes, loc=0, size=size, random_state=rndm, **extra)
+    return draw * scale + loc if extra else draw + loc
+
+
 CONTINUOUS_METHODS = ("logpdf", "pdf", "cdf", "logcdf", "sf", "logsf", "ppf")
 DISCRETE_METHODS = ("logpmf", "pmf", "cdf", "logcdf", "sf", "logsf")
 
@@ -375,3 +463,46 @@ REPLACEMENTS.update({f"multivariate_normal_gen.{m}": _multivariate(_mvn_logpdf, 
 REPLACEMENTS.update({f"dirichlet_gen.{m}": _multivariate(_dirichlet_logpdf, "dirichlet", m)
                      for m in ("logpdf", "pdf")})
 REPLACEMENTS["entropy"] = _entropy_gate
+REPLACEMENTS["rv_continuous.rvs"] = REPLACEMENTS["rv_discrete.rvs"] = _rvs
+
+
+# the regularized incomplete functions have no closed-form derivative in their parameters
+SHAPE_REFUSED = {"t": "df", "gamma": "a", "beta": "a, b", "chi2": "df", "nbinom": "n"}
+
+
+def supported():
+    """``(name, notes)`` for ``docs/gen_supported.py``: every distribution rune evaluates
+    on traced values, with its methods, and the other functions it replaces.
+
+    >>> rows = dict(supported())
+    >>> rows["scipy.stats.weibull_min"]
+    'logpdf, pdf, cdf, logcdf, sf, logsf, ppf, rvs; in x, loc, scale and every shape parameter'
+    """
+    import scipy.stats as st
+    rows = []
+    for name, fam in sorted(CONTINUOUS.items()):
+        methods = [m for m in CONTINUOUS_METHODS if m != "ppf" or "ppf" in fam] + ["rvs"]
+        note = f"{', '.join(methods)}; in x, loc, scale and every shape parameter"
+        if name in SHAPE_REFUSED:
+            note = (f"{', '.join(methods)}; in x, loc, scale, and {SHAPE_REFUSED[name]} for "
+                    f"logpdf/pdf; cdf, sf, ppf and their logs in {SHAPE_REFUSED[name]}: "
+                    f"refused (no closed form)")
+        rows.append((f"scipy.stats.{name}", note))
+    for name in sorted(DISCRETE):
+        note = f"{', '.join(DISCRETE_METHODS)}, rvs; in loc and every real parameter"
+        if name in SHAPE_REFUSED:
+            note += f"; cdf, sf and their logs in {SHAPE_REFUSED[name]}: refused (no closed form)"
+        rows.append((f"scipy.stats.{name}", note))
+    rows += [("scipy.stats.multivariate_normal", "logpdf, pdf; in x, mean, cov "
+              "(allow_singular too)"),
+             ("scipy.stats.dirichlet", "logpdf, pdf; in alpha"),
+             ("scipy.stats.entropy", "in pk and qk; base, axis"),
+             ("rvs of every distribution (those below too)", "in loc and scale (loc + "
+              "scale * SciPy's own standard draw); a traced shape parameter: refused")]
+    others = sorted(n for n in dir(st) if isinstance(getattr(st, n), (st.rv_continuous,
+                                                                      st.rv_discrete))
+                    and n not in CONTINUOUS and n not in DISCRETE)
+    rows.append(("other distributions: " + ", ".join(f"`{n}`" for n in others),
+                 "logpdf, cdf, ...: no rule, NotImplementedError naming the distribution "
+                 "and the method (rvs: as above)"))
+    return rows
