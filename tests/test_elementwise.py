@@ -231,3 +231,15 @@ def test_square_under_a_transformation_is_numpys(dtype):
     np.testing.assert_array_equal(g, 2 * x)
     assert g.dtype == dtype
     rune.check_grads(lambda x: np.sum(np.sin(x) ** 2), x.astype(np.float64) / 50, order=2)
+
+
+def test_sinc_is_exact_at_zero_to_every_order_and_from_lists():
+    """NumPy's sinc substitutes 1e-20 for x == 0: right value, but a second derivative of 0
+    there (true: -pi**2/3); rune's rule uses the series near 0, also for a list input."""
+    want = -np.pi ** 2 / 3
+    for f in (lambda x: np.sinc(x), lambda x: np.sinc([x, 1.0])[0]):
+        assert abs(rune.grad(rune.grad(f))(0.0) - want) < 1e-12
+        assert abs(rune.jacfwd(rune.jacfwd(f))(0.0) - want) < 1e-12
+    x = np.array([0.0, 1e-4, 3e-3, 0.3, 2.0, -1.0])
+    rune.check_grads(lambda x: np.sum(np.sinc(x)), x, order=3)
+    np.testing.assert_allclose(rune.vjp(np.sinc, x)[0], np.sinc(x), rtol=1e-15, atol=1e-16)

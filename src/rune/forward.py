@@ -309,7 +309,7 @@ def jvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any],
             raise TracerConversionError(
                 f"the result does not depend on the inputs as far as rune can see, but a "
                 f"value computed from them left the computation through .item() at "
-                f"{trace.leaks[0]} (as library code such as scipy.optimize.minimize does), "
+                f"{trace.leaks[0]} (as library code that rune has no rule for does), "
                 f"so its derivative would silently be zero. Use a function rune has a rule "
                 f"for there, or pass rune.stop_gradient(...) of the value to say that a zero "
                 f"derivative is what you want")

@@ -168,8 +168,8 @@ def _ancestors(nodes):
 
 def _check_leaks(leaks, in_nodes, out_nodes, in_tree):
     """SPEC 3: a derivative never vanishes silently.  An input the result does not depend
-    on, whose value left through ``.item()`` (library code such as
-    ``scipy.optimize.minimize`` does this), raises instead of getting a zero gradient."""
+    on, whose value left through ``.item()`` (as a library
+    solver rune has no rule for does), raises instead of getting a zero gradient."""
     reached = _ancestors(out_nodes)
     for k, node in enumerate(in_nodes):
         if node is None or id(node) in reached:
@@ -180,7 +180,7 @@ def _check_leaks(leaks, in_nodes, out_nodes, in_tree):
             raise TracerConversionError(
                 f"the result does not depend on {path} as far as rune can see, but a value "
                 f"computed from it left the computation through .item() at {where[0]} (as "
-                f"library code such as scipy.optimize.minimize does), so its derivative "
+                f"library code that rune has no rule for does), so its derivative "
                 f"would silently be zero. Use a function rune has a rule for there, or pass "
                 f"rune.stop_gradient(...) of the value to say that a zero derivative is "
                 f"what you want")
