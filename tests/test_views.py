@@ -464,3 +464,26 @@ def test_a_program_writing_through_many_kinds_of_views():
     rune.check_grads(f, x, order=2)
     check_vmap(f, np.stack([x, -x]))
     check_vmap(f, np.moveaxis(np.stack([x, -x]), 0, 2), in_axes=2)
+
+
+@pytest.mark.parametrize("name", ["tile", "take", "delete", "vander"])
+def test_a_new_array_built_through_views_reshapes_to_views(name):
+    """NumPy returns a new C-ordered array; rune computes np.tile as a broadcast and a
+    reshape, np.take/np.delete as gathers: their reshapes must still be views (a write into
+    the array reaches the reshape, as in NumPy), found by the random-program tester."""
+    f = {"tile": lambda x: np.tile(x, 2), "take": lambda x: np.take(x, [0, 2, 1], axis=1),
+         "delete": lambda x: np.delete(x, 1, axis=1), "vander": lambda x: np.vander(x[0], 3)}[name]
+
+    def h(x):
+        y = f(x)
+        z = y.reshape(-1)
+        y *= 2.0
+        return z
+
+    for x in (np.arange(12.0).reshape(3, 4), np.asfortranarray(np.arange(12.0).reshape(3, 4)),
+              np.arange(4.0).reshape(2, 2, 1)):
+        if name != "tile" and x.ndim != 2:
+            continue
+        want = h(x.copy())
+        np.testing.assert_array_equal(rune.vjp(h, x.copy())[0], want)
+        np.testing.assert_array_equal(rune.jvp(h, (x.copy(),), (np.ones_like(x),))[0], want)
