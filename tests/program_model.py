@@ -18,6 +18,10 @@ EPS = 1e-6          # check_grads' central-difference step in float64 (its defau
 # strict xfail test with its minimal program in test_random_programs.py, and `make fuzz`
 # can switch it back on (tests/fuzz.py --all) to see whether it still fails.
 KNOWN = {
+    # a traced value written into a plain buffer made inside the function (np.zeros(shape)
+    # then buf[...] = x, or out=buf): refused (OutRefusedError/TracerConversionError) until
+    # issue 25's buffers land
+    "write_into_plain_buffer": False,
     # x[..., None], x[()] and x[...] = v on a 0-d traced value: 0-d tracers are not
     # subscriptable (core.ArrayMixin gives sequence behaviour to rank >= 1 only).
     "index_0d": False,
@@ -45,6 +49,7 @@ class Program:
         self.result = self.args[-1]
         self.n = 0
         self.no_write = set()            # names a write into would meet a known limit
+        self.plain = set()               # names computed from no input (plain arrays)
 
     @classmethod
     def from_source(cls, inputs, lines, result, functions=None):
@@ -112,6 +117,10 @@ class Program:
         used = set(re.findall(r"\b[vx]\d+\b", expr))
         if used & self.no_write:
             self.no_write.add(name)
+        if set(re.findall(r"\b[vxc]\d+\b", expr)) <= self.plain:     # from no input
+            self.plain.add(name)
+            if not KNOWN["write_into_plain_buffer"]:
+                self.no_write.add(name)
         if not KNOWN["write_checkpoint_output"] and expr.startswith("rune.checkpoint"):
             self.no_write.add(name)
         if not KNOWN["view_of_scalar_write"] and isinstance(val, np.ndarray) and any(

@@ -330,6 +330,37 @@ def op_write(draw, p):
     return p.try_statement([f"{t}[{idx}] {opr} {src}"], t)
 
 
+def op_plain_buffer(draw, p):
+    """A plain array made inside the function, used, then written into (issue 24: what the
+    tape keeps never changes); with ``write_into_plain_buffer``, a traced value written into
+    a plain buffer (issue 25)."""
+    a = _pick(draw, p)
+    sh = _shape(p, a)
+    p.n += 1
+    c, v = f"c{p.n}", f"v{p.n}"
+    value = draw(st.sampled_from(["0.7", "-1.3"]))
+    make = draw(st.sampled_from([f"np.full({sh!r}, {value})",
+                                 f"np.linspace(0.5, 1.5, {int(np.prod(sh))}).reshape({sh!r})"]))
+    kind = draw(st.sampled_from(["reuse", "out", "setitem"] if KNOWN["write_into_plain_buffer"]
+                                else ["reuse"]))
+    if kind == "reuse":         # used, then overwritten: the recorded use must not change
+        lines = [f"{c} = {make}", f"{v} = {a} * {c}", f"{c}[...] = 2.5"]
+    elif kind == "out":         # a ufunc writing a traced result into the plain buffer
+        lines = [f"{c} = {make}", f"np.multiply({a}, {c}, out={c})", f"{v} = {c} + 0.0"]
+    else:                       # a traced value written into part of the plain buffer
+        lines = [f"{c} = {make}", f"{c}[...] = {a} * 1.5", f"{v} = {c} * 2.0"]
+    if not p.try_statement(lines, v):
+        p.n -= 1
+        return False
+    p.plain.add(c)
+    if not KNOWN["write_into_plain_buffer"]:
+        p.no_write.add(c)       # (later writes of traced values into it: issue 25)
+        if a in p.plain:
+            p.plain.add(v)
+            p.no_write.add(v)
+    return True
+
+
 def op_contract(draw, p):
     a = _pick(draw, p)
     sa = _shape(p, a)
@@ -421,6 +452,8 @@ def op_method(draw, p):
     a = _pick(draw, p)
     v = p.env[a]
     nd = np.ndim(v)
+    if a in p.plain:    # a plain array's method with a traced argument (c.dot(x)) is NumPy's
+        return False    # C code, which no protocol reaches (docs/sharp-bits.md)
     kind = draw(st.sampled_from(["mean", "prod", "cumsum", "clip", "dot", "reshape", "swapaxes",
                                  "squeeze", "std", "min", "flatten", "ptp", "keywords"]))
     if kind == "keywords":      # NumPy's keywords on the method forms (issue 24)
@@ -457,7 +490,8 @@ def op_method(draw, p):
 
 
 OPS = [op_unary, op_binary, op_reduce, op_shape, op_index, op_write, op_contract, op_method,
-       op_unary, op_binary, op_shape, op_write, op_linalg, op_branch, op_checkpoint]
+       op_unary, op_binary, op_shape, op_write, op_linalg, op_branch, op_checkpoint,
+       op_plain_buffer]
 
 
 @st.composite

@@ -260,3 +260,20 @@ def test_rune_decisions_on_numbers_are_recorded_not_baked():
     _same(g(T, np.ones(3)), rune.grad(loss, argnums=(0, 1))(T, np.ones(3)))
     assert len(g._rune_jit.programs[next(iter(g._rune_jit.programs))]) == 2
     assert "lu_factor" in g.listing(A, np.ones(3))
+
+
+def test_a_buffer_made_used_then_overwritten_inside_is_read_as_it_was():
+    """f makes a plain array, uses it, then writes into it: the replay reads the value it
+    had when used (found by the random-program tester), while an array f closes over is
+    read anew (test_a_closed_over_array_written_in_place_is_read_anew)."""
+    def f(x):
+        c = np.linspace(0.5, 1.5, 4)
+        y = x * c
+        c[...] = 2.5
+        return y + x * c
+
+    g = rune.jit(rune.grad(lambda x: np.sum(f(x) ** 2)))
+    for k in range(3):
+        x = np.linspace(-1, 1, 4) + k
+        _same(g(x), rune.grad(lambda x: np.sum(f(x) ** 2))(x))
+        _same(rune.jit(f)(x), f(x))

@@ -50,6 +50,7 @@ import numpy as np
 from . import core
 from . import tree as tree_util
 from .api_util import cast_like
+from .kept import COPY_BELOW, _checksum
 from .core import PerformanceWarning, Trace, Tracer, new_trace, tracer_class_pair, warn_once
 from .typing import P, R
 
@@ -104,7 +105,7 @@ _JitArrayTracer = tracer_class_pair(JitTracer)
 class JitTrace(Trace):
     """The recording level: computes each primitive on concrete values and appends it."""
 
-    __slots__ = ("code", "n_slots", "seen")
+    __slots__ = ("code", "n_slots", "seen", "origins")
     kind = "jit"
     records = True
 
@@ -113,6 +114,7 @@ class JitTrace(Trace):
         self.code = []      # ("op", prim, arg refs, params, out slots, out meta) and
         self.n_slots = 0    # ("guard", slot, value), in the order they happened
         self.seen = {}      # (primitive, arguments, parameters) -> its results: computed once
+        self.origins = {}   # the tapes' private copies: id(copy) -> (array, copy or checksum)
 
     def new_slot(self):
         self.n_slots += 1
@@ -149,9 +151,16 @@ class JitTrace(Trace):
     def process(self, prim, args, params):
         vals = [a._val if isinstance(a, JitTracer) and a._trace is self else a for a in args]
         if not any(isinstance(a, JitTracer) and a._trace is self and a._slot is not None
-                   for a in args):
-            return prim.impl(*vals, **params)   # from constants only: a constant of the
-        refs = [self._ref(a) for a in args]     # program
+                   for a in args):      # from constants only: a constant of the program, and
+            out = prim.impl(*vals, **params)    # a traced one if an argument was (so that
+            if not any(isinstance(a, JitTracer) for a in args):  # writes into it work)
+                return out
+            if prim.multiple_results:
+                return tuple(JitTracer(o, self, None) for o in out)
+            return JitTracer(out, self, None)
+        refs = [self._ref(a) for a in args]
+        snaps = {i: self.origins.get(id(r[1])) or _snapshot(r[1]) for i, r in enumerate(refs)
+                 if r[0] == "c" and type(r[1]) is _ndarray}
         key = _key(prim, refs, params)
         hit = self.seen.get(key) if key is not None else None
         if hit is not None:         # the same kernel on the same values (sin(x) in the
@@ -162,11 +171,12 @@ class JitTrace(Trace):
         out = prim.impl(*vals, **params)
         if prim.multiple_results:
             slots = [self.new_slot() for _ in out]
-            self.code.append(("op", prim, refs, dict(params), slots, _meta(out, True)))
+            self.code.append(("op", prim, refs, dict(params), slots, _meta(out, True), snaps))
             res = tuple(JitTracer(o, self, s) for o, s in zip(out, slots))
         else:
             slots = [self.new_slot()]
-            self.code.append(("op", prim, refs, dict(params), slots, _meta(out, False)))
+            self.code.append(("op", prim, refs, dict(params), slots, _meta(out, False),
+                              snaps))
             res = JitTracer(out, self, slots[0])
         if key is not None:
             self.seen[key] = (out, slots)
@@ -180,9 +190,19 @@ class JitTrace(Trace):
 
 def _key(prim, refs, params):
     """What makes two recorded operations the same computation, or None when a parameter
-    is not hashable.  Constants count by identity (the same object is read on replay)."""
-    key = (prim, tuple((k, v if k == "s" else id(v)) for k, v in refs),
-           tuple(params.items()))
+    is not hashable.  Constants count by identity (the same object is read on replay), and
+    arrays by their bytes too (a large one: no sharing)."""
+    parts = []
+    for k, v in refs:
+        if k == "s":
+            parts.append(v)
+        elif type(v) is _ndarray:       # an array may be written into between two uses
+            if v.nbytes > 4096:
+                return None
+            parts.append((id(v), v.dtype.str, v.shape, v.tobytes()))
+        else:
+            parts.append(("c", id(v)))
+    key = (prim, tuple(parts), tuple(params.items()))
     try:
         hash(key)
     except TypeError:
@@ -232,7 +252,8 @@ class Program:
                 _, slot, value = entry
                 lines.append(f"    if not _same(v{slot}, {const(value)}): raise _Miss")
                 continue
-            _, prim, refs, params, slots, meta = entry
+            _, prim, refs, params, slots, meta, snaps = entry
+            refs = _as_used(refs, snaps)
             n_ops += 1
             fn = const(prim.impl, "".join(ch if ch.isalnum() else "_" for ch in prim.name))
             call_args = [ref(r) for r in refs]
@@ -254,6 +275,42 @@ class Program:
         self.run = env["replay"]
         self.listing = source
         self.n_ops = n_ops
+
+
+def _snapshot(v):
+    """An array the program reads, as it was when used: a copy (small) or a checksum."""
+    return v.copy() if v.nbytes <= COPY_BELOW else _checksum(v)
+
+
+def _as_used(refs, snaps):
+    """The constants an operation read: the array itself when it still holds what it held
+    then (an array ``f`` closes over: read anew on every replay, as eager code reads it),
+    else the value it had (a buffer ``f`` made, used, then wrote into)."""
+    if not snaps:
+        return refs
+    refs = list(refs)
+    for i, snap in snaps.items():
+        v = refs[i][1]
+        if type(snap) is tuple:             # a tape's copy (or a large array it reads
+            origin, kept = snap             # by reference) of the array ``origin``
+            if type(kept) is _ndarray:
+                if _same(origin, kept):     # unchanged by the call: read anew on replay
+                    refs[i] = ("c", origin)
+                continue
+            snap = kept
+        if type(snap) is _ndarray:
+            if not _same(v, snap):
+                snap.flags.writeable = False
+                refs[i] = ("c", snap)
+        elif _checksum(v) != snap:
+            raise _Unreplayable(
+                f"an array of {v.nbytes >> 20} MiB that the function reads was written into "
+                f"after it was read, during the call")
+    return refs
+
+
+class _Unreplayable(Exception):
+    """What was recorded cannot be replayed: the function runs eagerly."""
 
 
 def _live(code, out_refs):
@@ -348,6 +405,7 @@ class _Jitted:
         self.static_argnums = static_argnums
         self.programs: dict = {}        # signature -> [Program, ...] (most recent last)
         self.records = 0
+        self.eager: set = set()         # signatures whose recording cannot be replayed
         self.lock = threading.Lock()
 
     def split(self, args, kwargs):
@@ -386,6 +444,8 @@ class _Jitted:
         statics, dyn = self.split(args, kwargs)
         leaves, treedef = tree_util.flatten(dyn)
         sig = _signature(leaves, treedef, statics)
+        if sig in self.eager:
+            return self.fun(*args, **kwargs)
         inputs = [x for x in leaves if _is_traced_leaf(x)]
         progs = self.programs.get(sig)
         if progs:
@@ -424,7 +484,14 @@ class _Jitted:
                 r = trace._ref(o) if isinstance(o, JitTracer) else ("c", o)
                 refs.append(r)
                 result.append(o._val if isinstance(o, JitTracer) else _copy_const(o))
-        prog = Program(trace, in_slots, refs, [_out_kind(v) for v in result], out_tree)
+        out = tree_util.unflatten(out_tree, result)
+        try:
+            prog = Program(trace, in_slots, refs, [_out_kind(v) for v in result], out_tree)
+        except _Unreplayable as e:
+            self.eager.add(sig)
+            warn_once(("jit-eager", id(self.fun)), PerformanceWarning(
+                f"rune.jit: {_name(self.fun)} runs eagerly for these arguments: {e}"))
+            return out, None
         keys = [sig]
         if quick:
             keys.append(tuple(v for a in args for v in (a.shape, a.dtype)))
@@ -444,14 +511,15 @@ class _Jitted:
                 f"shapes, dtypes or Python-number arguments, or branches on values that keep "
                 f"changing); each recording runs it eagerly. Pass changing Python numbers as "
                 f"arrays, or leave the function un-jitted"))
-        return tree_util.unflatten(out_tree, result), prog
+        return out, prog
 
     def listing(self, *args, **kwargs):
         """The program ``f`` records for these arguments, as Python source."""
         statics, dyn = self.split(args, kwargs)
         leaves, treedef = tree_util.flatten(dyn)
         sig = _signature(leaves, treedef, statics)
-        return self.record(sig, args, statics, leaves, treedef)[1].listing
+        prog = self.record(sig, args, statics, leaves, treedef)[1]
+        return prog.listing if prog is not None else "(runs eagerly: see the warning)\n"
 
 
 def _name(f):

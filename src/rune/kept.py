@@ -90,14 +90,21 @@ class Kept:
 
 
 class ReadAnew(Kept):
-    """Under ``rune.jit``'s recording the tape keeps the user's arrays by reference: the
-    program it records reads them anew on every replay, as eager code would."""
+    """Under ``rune.jit``'s recording: the tape keeps a copy as usual (the backward pass of
+    this call reads the value at use), and the recording level learns which array it is a
+    copy of, so that its program reads that array anew on every replay when the call left
+    it unchanged (``rune.jit._as_used``)."""
 
-    __slots__ = ()
+    __slots__ = ("origins",)
+
+    def __init__(self, origins):
+        Kept.__init__(self)
+        self.origins = origins      # id(copy) -> (array, copy or checksum)
 
     def keep(self, v, what):
-        return v
-
-    def check(self):
-        pass
-
+        c = Kept.keep(self, v, what)
+        if c is not v:
+            self.origins[id(c)] = (v, c)
+        elif v.flags.writeable:
+            self.origins.setdefault(id(v), (v, _checksum(v)))
+        return c

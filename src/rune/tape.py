@@ -85,7 +85,7 @@ class ReverseTrace(Trace):
         Trace.__init__(self)
         self.tape = []
         stack = _stack.get()    # the user's arrays the tape keeps (rune.kept)
-        self.kept = ReadAnew() if stack and stack[0].records else Kept()
+        self.kept = ReadAnew(stack[0].origins) if stack and stack[0].records else Kept()
         self.leaks = None       # (node, where) of values that left through .item()
 
     def note_leak(self, x, where):
