@@ -257,9 +257,13 @@ def _defers_to(t):
     (``scipy.sparse``'s matrices: ``x @ A`` is their ``__rmatmul__``).  Cached per type."""
     d = _DEFERS.get(t)
     if d is None:
-        uf = getattr(t, "__array_ufunc__", _DEFERS)
-        d = _DEFERS[t] = uf is None or (uf is _DEFERS and not issubclass(t, Tracer) and
-                                        getattr(t, "__array_priority__", -1e6) > 0)
+        if issubclass(t, (Tracer, np.generic, _ndarray)):
+            d = False       # NumPy's own scalars and arrays never take the operation over
+        else:
+            uf = getattr(t, "__array_ufunc__", _DEFERS)
+            prio = getattr(t, "__array_priority__", None)
+            d = uf is None or (uf is _DEFERS and isinstance(prio, (int, float)) and prio > 0)
+        _DEFERS[t] = d
     return d
 
 
