@@ -123,8 +123,10 @@ def _weights(t, order):
 def _gather(coeffs, idx):
     if isinstance(coeffs, Tracer) or not any(isinstance(i, Tracer) for i in idx):
         return coeffs[idx]
-    flat = np.reshape(coeffs, (-1,))
-    return take(flat, np.ravel_multi_index(idx, coeffs.shape))
+    flat, stride = 0, 1
+    for i, n in zip(idx[::-1], coeffs.shape[::-1]):
+        flat, stride = flat + i * stride, stride * n
+    return take(np.reshape(coeffs, (-1,)), flat)
 
 
 def sample(coeffs, coords, order, mode, cval, npad):
@@ -142,7 +144,10 @@ def sample(coeffs, coords, order, mode, cval, npad):
             if flag is not None:
                 outside = flag if outside is None else outside | flag
         v = stop_leaf(cc)
-        if mode == "constant":
+        nan = np.isnan(v)               # SciPy: cval at a NaN coordinate
+        if any_true(nan):
+            outside = nan if outside is None else outside | nan
+        if outside is not None:
             v = np.where(outside, 0.0, v)     # (the value there is cval)
         base = np.floor(v) if order & 1 else np.floor(v + 0.5)
         start = base.astype(np.intp) - order // 2

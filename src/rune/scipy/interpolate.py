@@ -466,8 +466,10 @@ def _rgi_recursive(self, xi, method):
 def _gather_nd(values, idx):
     if isinstance(values, Tracer) or not any(isinstance(i, Tracer) for i in idx):
         return values[idx]
-    flat = np.reshape(values, (-1,) + tuple(values.shape[len(idx):]))
-    return take(flat, np.ravel_multi_index(idx, values.shape[:len(idx)]))
+    flat, stride = 0, 1
+    for i, n in zip(idx[::-1], values.shape[:len(idx)][::-1]):
+        flat, stride = flat + i * stride, stride * n
+    return take(np.reshape(values, (-1,) + tuple(values.shape[len(idx):])), flat)
 
 
 # --------------------------------------------------------------------------
