@@ -33,7 +33,7 @@ Outside transformations, or when nothing is traced, SciPy's own code runs.
 >>> x = np.arange(5.0)
 >>> g = rune.grad(lambda y: si.CubicSpline(x, y)(2.5))(x ** 2)
 >>> np.round(g, 4)
-array([ 0.0234, -0.1406,  0.5625,  0.5625, -0.0234])
+array([ 0.0156, -0.125 ,  0.6562,  0.5   , -0.0469])
 """
 
 from __future__ import annotations
