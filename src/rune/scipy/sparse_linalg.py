@@ -12,8 +12,11 @@ tangent is the solve of the tangent.  So every transformation and every order wo
   ``tfqmr``, ``qmr``: the tangent and cotangent solves run the *same* solver with the
   user's ``rtol``/``atol``/``maxiter``/preconditioner (transposed for the adjoint), so
   derivatives are as accurate as the solve (about ``rtol``), not exact.  ``x0`` and
-  ``callback`` serve the primal solve only; ``info`` is that solve's.  A ``LinearOperator``
-  ``A`` needs ``rmatvec`` for reverse mode (nonsymmetric solvers);
+  ``callback`` serve the primal solve only; ``info`` is that solve's.  A derivative solve
+  that breaks down (the BiCG family often does on a unit right-hand side, as ``jacrev``
+  asks) is redone by ``gmres`` at the same tolerance; one that still fails raises
+  ``RuntimeError``.  A ``LinearOperator`` ``A`` needs ``rmatvec`` for reverse mode
+  (nonsymmetric solvers);
 * ``expm_multiply(A, B, ...)`` (also with ``start/stop/num``): the transpose of
   ``B -> exp(tA) B`` is ``exp(tA^T)``.
 
@@ -219,17 +222,45 @@ def _transpose(name, A):
                                dtype=op.dtype)
 
 
-class _Primal:
-    """What only the first solve (the primal one) uses: ``x0``, ``callback``; and the
-    ``info`` SciPy reported for it."""
+class _IterativeSolve(_Solve):
+    """The first application (the primal solve, every column of it) passes ``x0`` and
+    ``callback`` and keeps SciPy's ``info``; the later ones (tangents, cotangents) check
+    theirs, with GMRES at the same tolerance after a breakdown of a nonsymmetric one."""
 
-    def __init__(self, x0, callback):
-        self.x0, self.callback, self.info = x0, callback, None
+    def __init__(self, name, n, run, A, AT, kw, kwT, x0, callback):
+        super().__init__(name, n, lambda c: self._derivative(c, A, kw, "tangent"),
+                         lambda c: self._derivative(c, AT, kwT, "adjoint (A^T)"), False)
+        self._short, self._run_solver = name, run
+        self._A, self._kw, self._x0, self._callback = A, kw, x0, callback
+        self.info = None
 
-    def take(self):
-        x0, cb = self.x0, self.callback
-        self.x0 = self.callback = None
-        return x0, cb
+    def apply(self, x):
+        if self.info is not None:
+            return super().apply(x)
+        infos = []
+
+        def primal(c):
+            extra = {} if self._callback is None else {"callback": self._callback}
+            out, info = self._run_solver(self._A, c, x0=self._x0, **extra, **self._kw)
+            infos.append(info)
+            return out
+        out = self._run(primal, x)
+        self.info = next((i for i in infos if i != 0), 0)
+        return out
+
+    def _derivative(self, c, A, kw, which):
+        with np.errstate(all="ignore"):       # (a breakdown is handled below)
+            x, info = self._run_solver(A, c, **kw)
+        if info != 0 and self._short not in SYMMETRIC:      # a breakdown: GMRES instead
+            x, info = _spl.gmres(A, c, rtol=kw.get("rtol", 1e-5), atol=kw.get("atol", 0.0),
+                                 M=kw.get("M"))
+        if info != 0:
+            raise RuntimeError(
+                f"scipy.sparse.linalg.{self._short}: the {which} solve that gives the "
+                f"derivative did not converge (info={info}); rune differentiates the "
+                f"solution x = A^-1 b by solving with the same solver and tolerance: "
+                f"loosen rtol or raise maxiter")
+        return x
 
 
 def _concrete_x0(x0, n):
@@ -247,7 +278,7 @@ def _iterative(name):
             _no_traced_matrix(name, A, *(kwargs.get(m) for m in M_names))
             n = A.shape[0]
             b = _rhs(name, b, n)
-            primal = _Primal(_concrete_x0(x0, n), kwargs.pop("callback", None))
+            callback = kwargs.pop("callback", None)
             if name in SYMMETRIC:
                 AT, kwT = A, kwargs
             else:
@@ -257,19 +288,10 @@ def _iterative(name):
                                             _transpose(name, kwargs.get("M1")))
                 elif kwargs.get("M") is not None:
                     kwT["M"] = _transpose(name, kwargs["M"])
-
-            def solve(c, A_, kw):
-                x0_, cb = primal.take()
-                x, info = orig(A_, c, x0=x0_, callback=cb, **kw) if cb is not None else \
-                    orig(A_, c, x0=x0_, **kw)
-                if primal.info is None or (info != 0 and primal.info == 0):
-                    primal.info = info
-                return x
-
-            op = _Solve(name, n, lambda c: solve(c, A, kwargs), lambda c: solve(c, AT, kwT),
-                        columns_at_once=False)
+            op = _IterativeSolve(name, n, orig, A, AT, kwargs, kwT, _concrete_x0(x0, n),
+                                 callback)
             x = apply_linear(op, b)
-            return x, primal.info
+            return x, op.info
         return solver
     return make
 
