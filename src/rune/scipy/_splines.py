@@ -210,6 +210,7 @@ def bspline_eval(t, c, k, xq, nu, extrapolate):
 # --------------------------------------------------------------------------
 
 _BLOCK = 1 << 22        # entries of the map's matrix made at once (32 MB of float64)
+_MATRICES: dict = {}    # the last few maps' matrices, by what their construction reads
 
 
 class CoefficientMap:
@@ -217,10 +218,11 @@ class CoefficientMap:
     ``out_shape + rest``), computed by SciPy; ``periodic``: ``y`` holds the first
     ``n - 1`` values and the last is the first again."""
 
-    def __init__(self, name, build, n, out_shape, periodic=False):
+    def __init__(self, name, build, n, out_shape, periodic=False, key=None):
         self.name, self._build, self._periodic = name, build, periodic
         self.in_shape, self.out_shape = (n,), tuple(out_shape)
-        self._matrix = None
+        self._key = None if key is None else (key, n, self.out_shape, periodic)
+        self._matrix = None if self._key is None else _MATRICES.get(self._key)
 
     def apply(self, y):
         if self._periodic:
@@ -238,6 +240,10 @@ class CoefficientMap:
         axes = (list(range(k)), list(range(k)))
         if self._matrix is None and size * n <= _BLOCK:
             self._matrix = self._columns(0, n)
+            if self._key is not None:       # the same construction, called again (a
+                _MATRICES[self._key] = self._matrix     # training loop): made once
+                while len(_MATRICES) > 4:
+                    _MATRICES.pop(next(iter(_MATRICES)))
         if self._matrix is not None:
             return np.tensordot(self._matrix, ct, axes)
         step = max(1, _BLOCK // max(size, 1))

@@ -100,13 +100,22 @@ def _check_periodic(what, y0):
                          f"identical (within machine precision) when bc_type='periodic'")
 
 
-def _linear_coefficients(what, y0, offset, build, periodic):
+def _key(*parts):
+    """What a construction reads besides ``y`` (arrays by value), for its map's cache."""
+    return tuple(np.asarray(p).tobytes() + str(np.asarray(p).dtype).encode()
+                 if isinstance(p, np.ndarray) or (isinstance(p, (list, tuple)) and p
+                                                  and not isinstance(p[0], (tuple, list)))
+                 else repr(p) for p in parts)
+
+
+def _linear_coefficients(what, y0, offset, build, periodic, key):
     """``build(y0)`` as a linear operator on ``y0`` plus ``offset`` (its value at 0)."""
     if periodic:
         _check_periodic(what, y0)
         y0 = y0[:-1]
     op = CoefficientMap(f"scipy.interpolate.{what}", build, y0.shape[0],
-                        offset.shape[:offset.ndim - (y0.ndim - 1)], periodic)
+                        offset.shape[:offset.ndim - (y0.ndim - 1)], periodic,
+                        key=(what,) + key)
     c = apply_linear(op, y0)
     return c + offset if np.any(offset != 0) else c
 
@@ -127,7 +136,8 @@ def _cubic_spline_init(orig):
 
         def build(Y):
             return _si.CubicSpline(x, Y, bc_type=_zero_bc(bc_type, Y.shape[1:]))._c
-        self._c = _linear_coefficients("CubicSpline", y0, self._c, build, periodic)
+        self._c = _linear_coefficients("CubicSpline", y0, self._c, build, periodic,
+                                       _key(x, _zero_bc(bc_type, ())))
     return __init__
 
 
@@ -144,7 +154,8 @@ def _make_interp_spline(orig):
 
         def build(Y):
             return orig(x, Y, k, t, _zero_bc(bc_type, Y.shape[1:]), 0, False)._c
-        spl._c = _linear_coefficients("make_interp_spline", y0, spl._c, build, periodic)
+        spl._c = _linear_coefficients("make_interp_spline", y0, spl._c, build, periodic,
+                                      _key(x, k, t, _zero_bc(bc_type, ())))
         return spl
     return make_interp_spline
 
@@ -159,7 +170,8 @@ def _make_lsq_spline(orig):
 
         def build(Y):
             return orig(x, Y, t, k, w, 0, False, **kwargs)._c
-        spl._c = _linear_coefficients("make_lsq_spline", y0, spl._c, build, False)
+        spl._c = _linear_coefficients("make_lsq_spline", y0, spl._c, build, False,
+                                      _key(x, t, k, w, sorted(kwargs.items())))
         return spl
     return make_lsq_spline
 
