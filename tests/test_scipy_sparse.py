@@ -96,7 +96,8 @@ def test_traced_values(build):
     for f in (lambda d, x: make(d) @ x, lambda d, x: x @ make(d),
               lambda d, x: make(d).T @ x, lambda d, x: (2.0 * make(d)) @ x,
               lambda d, x: make(d).toarray() * x, lambda d, x: make(d).tocsr() @ x,
-              lambda d, x: make(d).tocsc().T.toarray() @ x):
+              lambda d, x: make(d).tocsc().T.toarray() @ x,
+              lambda d, x: make(d).tocoo() @ x, lambda d, x: abs(-make(d)).power(2) @ x):
         same_values(f, d, B)
         rune.check_grads(f, d, B, order=2)
     check_vmap(lambda d, x: make(d) @ x, np.stack([d, 2 * d, -d]), RNG.standard_normal((3, N)))
@@ -218,6 +219,17 @@ def test_untraced_calls_are_scipys():
     assert seen == [(N,), np.ndarray]
     assert type(spl.splu(A.tocsc())).__name__ == "SuperLU"     # outside: SciPy's own
     assert type(A @ B) is np.ndarray
+
+
+def test_the_docs_page_code_runs():
+    import pathlib
+    import re
+    page = pathlib.Path(__file__).resolve().parents[1] / "docs" / \
+        "solvers-interpolate-sparse-ndimage.md"
+    blocks = re.findall(r"^```python\n(.*?)^```", page.read_text(), re.S | re.M)
+    assert len(blocks) == 3
+    for k, code in enumerate(blocks):
+        exec(compile(code, f"{page.name}[block {k}]", "exec"), {})
 
 
 def test_docstring_examples_run():
