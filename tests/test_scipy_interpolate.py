@@ -254,6 +254,20 @@ def test_refusals_name_the_call():
         rune.grad(lambda x: si.PchipInterpolator(x, Y)(2.0))(X[::-1].copy())
 
 
+def test_later_writes_into_the_inputs_change_nothing():
+    x = X.copy()
+    q = Q.copy()
+    _, pull = rune.vjp(lambda y: CubicSpline(x, y)(q), Y)
+    _, pull2 = rune.vjp(lambda y: si.make_interp_spline(x, y, k=2)(q), Y)
+    want, want2 = pull(np.ones_like(Q))[0], pull2(np.ones_like(Q))[0]
+    x[:] = np.arange(8.0)
+    q[:] = 0.0
+    np.testing.assert_array_equal(pull(np.ones_like(Q))[0], want)
+    np.testing.assert_array_equal(pull2(np.ones_like(Q))[0], want2)
+    np.testing.assert_allclose(want, [CubicSpline(X, e)(Q).sum() for e in np.eye(8)],
+                               rtol=1e-12)
+
+
 def test_untraced_objects_are_scipys():
     seen = []
 

@@ -230,6 +230,15 @@ def test_refusals_name_the_call():
         rune.grad(lambda x: np.sum(ndi.uniform_filter1d(x, 3, origin=2)))(IMG)
 
 
+def test_later_writes_into_the_weights_change_nothing():
+    w = np.array([1.0, -2.0, 0.5])
+    _, pull = rune.vjp(lambda x: ndi.correlate1d(x, w, mode="wrap"), IMG)
+    want = pull(IMG)[0]
+    w[:] = 0.0
+    np.testing.assert_array_equal(pull(IMG)[0], want)
+    assert np.abs(want).max() > 0.1
+
+
 def test_dtype_output_and_untraced_calls():
     f = lambda x: ndi.gaussian_filter(x, 1.0, output=np.float32)
     assert rune.jvp(f, (IMG,), (IMG,))[0].dtype == np.float32

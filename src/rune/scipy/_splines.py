@@ -242,8 +242,8 @@ class CoefficientMap:
             self._matrix = self._columns(0, n)
             if self._key is not None:       # the same construction, called again (a
                 _MATRICES[self._key] = self._matrix     # training loop): made once
-                while len(_MATRICES) > 4:
-                    _MATRICES.pop(next(iter(_MATRICES)))
+                for old in list(_MATRICES)[:-4]:
+                    _MATRICES.pop(old, None)
         if self._matrix is not None:
             return np.tensordot(self._matrix, ct, axes)
         step = max(1, _BLOCK // max(size, 1))

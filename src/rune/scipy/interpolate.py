@@ -94,6 +94,11 @@ def _zero_bc(bc, tail):
     return bc
 
 
+def _copies(*arrays):
+    """Private copies of what a construction reads (a later write changes nothing)."""
+    return tuple(None if a is None else np.array(a, dtype=np.float64) for a in arrays)
+
+
 def _check_periodic(what, y0):
     if any_true(np.abs(y0[0] - y0[-1]) > 1e-15 + 1e-15 * np.abs(y0[-1])):
         raise ValueError(f"scipy.interpolate.{what}: the first and last `y` point must be "
@@ -133,6 +138,7 @@ def _cubic_spline_init(orig):
         orig(self, x, _stand_in(y), axis, bc_type, extrapolate)
         y0 = np.moveaxis(y, self.axis, 0)
         periodic = isinstance(bc_type, str) and bc_type == "periodic"
+        x = np.array(x, dtype=np.float64)       # (a copy: later writes change nothing)
 
         def build(Y):
             return _si.CubicSpline(x, Y, bc_type=_zero_bc(bc_type, Y.shape[1:]))._c
@@ -151,6 +157,7 @@ def _make_interp_spline(orig):
         spl = orig(x, _stand_in(y), k, t, bc_type, axis, check_finite)
         y0 = np.moveaxis(y, axis % y.ndim, 0)
         periodic = isinstance(bc_type, str) and bc_type == "periodic"
+        x, t = _copies(x, t)
 
         def build(Y):
             return orig(x, Y, k, t, _zero_bc(bc_type, Y.shape[1:]), 0, False)._c
@@ -167,6 +174,7 @@ def _make_lsq_spline(orig):
         y = _inexact(y)
         spl = orig(x, _stand_in(y), t, k, w, axis, check_finite, **kwargs)
         y0 = np.moveaxis(y, axis % y.ndim, 0)
+        x, t, w = _copies(x, t, w)
 
         def build(Y):
             return orig(x, Y, t, k, w, 0, False, **kwargs)._c

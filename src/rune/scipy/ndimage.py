@@ -136,7 +136,7 @@ def _mode(mode):
 
 def _correlate1d(name, x, weights, axis, output, mode, cval, origin, convolution):
     x = _image(name, x)
-    w = np.asarray(_constant(name, "weights", weights))
+    w = np.array(_constant(name, "weights", weights))      # (a copy)
     if w.ndim != 1 or w.shape[0] < 1:
         raise RuntimeError("no filter weights given")
     axis = _axis(axis, x.ndim)
@@ -167,7 +167,7 @@ def convolve1d(input, weights, axis=-1, output=None, mode="reflect", cval=0.0, o
 
 def _correlate(name, x, weights, output, mode, cval, origin, axes, convolution):
     x = _image(name, x)
-    w = np.asarray(_constant(name, "weights", weights))
+    w = np.array(_constant(name, "weights", weights))      # (a copy)
     axes = _axes(axes, x.ndim)
     if not isinstance(mode, str):
         raise RuntimeError("A sequence of modes is not supported")

@@ -288,6 +288,9 @@ def _iterative(name):
                                             _transpose(name, kwargs.get("M1")))
                 elif kwargs.get("M") is not None:
                     kwT["M"] = _transpose(name, kwargs["M"])
+            A, AT = _copy(A), _copy(AT)
+            kwargs = {k: _copy(v) if k in M_names else v for k, v in kwargs.items()}
+            kwT = {k: _copy(v) if k in M_names else v for k, v in kwT.items()}
             op = _IterativeSolve(name, n, orig, A, AT, kwargs, kwT, _concrete_x0(x0, n),
                                  callback)
             x = apply_linear(op, b)
