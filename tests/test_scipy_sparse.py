@@ -59,6 +59,20 @@ def test_transposes_are_exact_and_the_matrix_is_kept():
     np.testing.assert_allclose(rune.jacrev(lambda x: A @ x)(B), A.toarray(), rtol=1e-14)
 
 
+@pytest.mark.parametrize("cls", [sp.csr_matrix, sp.csc_array, sp.coo_array])
+def test_traced_scalars_and_elementwise_operands(cls):
+    a = cls(A)
+    dense = A.toarray()
+    cases = [(lambda s: (a * s) @ B, dense @ B), (lambda s: (s * a) @ B, dense @ B),
+             (lambda s: (a / s) @ B, -dense @ B / 4.0),
+             (lambda s: a.multiply(s * B).toarray(), dense * B)]
+    for f, slope in cases:
+        np.testing.assert_allclose(rune.jvp(f, (2.0,), (1.0,))[1], slope, rtol=1e-12)
+        rune.check_grads(f, 2.0, order=2)
+    f = lambda x: (a / x).toarray() if cls is not sp.csr_matrix else a.multiply(x).toarray()
+    rune.check_grads(f, 1.0 + RNG.uniform(size=N), order=1)
+
+
 def test_vmap_against_loop():
     xs = RNG.standard_normal((4, N))
     check_vmap(lambda x: A @ x, xs)

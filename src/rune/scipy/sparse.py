@@ -250,6 +250,19 @@ def _toarray(orig):
     return toarray
 
 
+def _divide(orig):
+    """``A / s`` for a traced 0-d ``s`` (SciPy's test for a scalar does not know a traced
+    one): ``A`` times ``1 / s``; a traced array ``x``: ``A.multiply(1 / x)``, as SciPy."""
+    def _divide(self, other, *, rdivide=False):
+        if isinstance(other, Tracer) and not rdivide:
+            other = 1.0 / other
+            A = self.astype(np.float64) if np.can_cast(self.dtype, np.float64) else self
+            return A._mul_scalar(other) if other.ndim == 0 else A.multiply(other)
+        return orig(self, other, rdivide=rdivide)
+    return _divide
+
+
+wrap_while_active("scipy.sparse", "csr_matrix._divide", _divide)
 for _cls in ("csr_matrix", "coo_matrix"):
     wrap_while_active("scipy.sparse", f"{_cls}._matmul_dispatch", _matmul_dispatch)
     wrap_while_active("scipy.sparse", f"{_cls}.toarray", _toarray)
