@@ -217,6 +217,25 @@ def test_interpn_and_descending_grid():
     rune.check_grads(g, V, order=1)
 
 
+def test_ppoly_and_bspline_built_directly():
+    c = RNG.standard_normal((4, 3, 2))
+    for xb in (np.array([0.0, 1.0, 2.5, 4.0]), np.array([4.0, 2.5, 1.0, 0.0])):
+        q = np.array([-0.5, 0.5, 1.0, 2.0, 3.9, 4.5])
+        for nu in (0, 1, 3, 4):
+            f = lambda c, q: si.PPoly(c, xb)(q, nu)
+            same_values(f, c, q)
+        rune.check_grads(lambda c, q: si.PPoly(c, xb, extrapolate=False)(q[[1, 3, 4]]), c, q,
+                         order=2)
+    t = np.r_[[0.0] * 4, 1.3, 2.0, [4.0] * 4]
+    cb = RNG.standard_normal((6, 2))
+    q = np.array([-0.3, 0.5, 1.9, 3.9, 4.2])
+    for nu in (0, 1, 2, 4):
+        same_values(lambda c, q: si.BSpline(t, c, 3)(q, nu), cb, q)
+    same_values(lambda c, q: si.BSpline(t, c, 3, extrapolate=False)(q), cb, q)
+    same_values(lambda c, q: si.BSpline(t, c, 3, extrapolate="periodic")(q), cb, q)
+    rune.check_grads(lambda c, q: si.BSpline(t, c, 3).derivative()(q[1:-1]), cb, q, order=2)
+
+
 @pytest.mark.parametrize("name", ["cubic", "make_interp_spline", "pchip", "bspline_nu"])
 def test_vmap_against_loop(name):
     f = {"cubic": lambda y, q: CubicSpline(X, y)(q),
