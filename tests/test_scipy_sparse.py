@@ -50,6 +50,22 @@ def test_products_every_format(fmt, cls):
         np.testing.assert_allclose(rune.jacrev(f)(x), rune.jacfwd(f)(x), rtol=1e-13)
 
 
+def test_traced_values_give_way_as_ndarrays_do():
+    """A traced value's operators return NotImplemented where an ndarray's would: for a
+    type with ``__array_ufunc__ = None`` or a legacy ``__array_priority__`` (sparse)."""
+    class Opaque:
+        __array_ufunc__ = None
+
+        def __rmul__(self, other):
+            return other * 3.0
+
+        def __rmatmul__(self, other):
+            return np.sum(other) * 2.0
+    g = rune.grad(lambda x: np.sum(x * Opaque()) + x @ Opaque())(np.ones(3))
+    np.testing.assert_allclose(g, [5.0, 5.0, 5.0])
+    assert (np.ones(3) * Opaque() == 3.0).all()             # as NumPy itself
+
+
 def test_transposes_are_exact_and_the_matrix_is_kept():
     a = A.copy()
     f = lambda x: a @ x

@@ -366,12 +366,8 @@ def _interp1d_evaluate(orig):
         y_new = self._call(self, x_new)
         if not self._extrapolate:
             below, above = self._check_bounds(x_new)
-            if len(y_new) > 0:
-                if (isinstance(self._fill_value_below, Tracer)
-                        or isinstance(self._fill_value_above, Tracer)) \
-                        and not isinstance(y_new, Tracer):
-                    y_new = y_new + 0.0 * self._fill_value_below
-                y_new[below] = self._fill_value_below
+            if len(y_new) > 0:      # (a traced fill value comes from a traced y: so is
+                y_new[below] = self._fill_value_below       # y_new, which takes writes)
                 y_new[above] = self._fill_value_above
         return y_new
     return _evaluate
