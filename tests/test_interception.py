@@ -149,7 +149,8 @@ def test_scipy_functions_keep_identity_signature_and_source():
     assert len(swapped) > 20
     for f in swapped:
         orig = f._rune_original
-        assert inspect.signature(f) == inspect.signature(orig), f.__qualname__
+        # (as text: a NaN default, interp1d's fill_value, is not equal to itself)
+        assert str(inspect.signature(f)) == str(inspect.signature(orig)), f.__qualname__
         try:
             source = inspect.getsource(orig)
         except OSError:        # a function made by exec (the docs' worked example): none

@@ -304,6 +304,7 @@ def _swap_code(func, make_wrapper):
     clone = types.FunctionType(orig_code, func.__globals__, func.__name__, func.__defaults__,
                                func.__closure__)
     clone.__kwdefaults__ = func.__kwdefaults__
+    clone.__annotations__ = func.__annotations__
     clone.__dict__.update(func.__dict__)
     clone.__qualname__, clone.__module__, clone.__doc__ = (
         func.__qualname__, func.__module__, func.__doc__)

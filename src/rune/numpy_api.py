@@ -194,7 +194,11 @@ def _asfortranarray(a, dtype=None, *args, **kwargs):
 # rune's SciPy surfaces, imported (they register with wrap_while_active) once the user's
 # code has imported the SciPy module: SciPy stays optional and out of ``import rune``
 _SCIPY_SURFACES = {"scipy.linalg": "rune.scipy.linalg", "scipy.signal": "rune.scipy.signal",
-                   "scipy.optimize": "rune.scipy.optimize"}
+                   "scipy.optimize": "rune.scipy.optimize",
+                   "scipy.sparse": "rune.scipy.sparse",
+                   "scipy.sparse.linalg": "rune.scipy.sparse_linalg",
+                   "scipy.interpolate": "rune.scipy.interpolate",
+                   "scipy.ndimage": "rune.scipy.ndimage"}
 
 
 for _module, _surface in _SCIPY_SURFACES.items():
@@ -238,15 +242,40 @@ def _operator(prim, reflected):
                 return trace.process_one(prim, (other, self) if reflected else (self, other), j)
         elif t in (list, tuple):
             other = _np_asarray_traced(other)
+        elif _defers_to(t):
+            return NotImplemented       # scipy.sparse's matrices: their reflected operator
         return bind(prim, other, self) if reflected else bind(prim, self, other)
     return op
+
+
+_DEFERS: dict = {}
+
+
+def _defers_to(t):
+    """NumPy's rule for an ndarray's operators (``binop_should_defer``), for a traced
+    value standing for an ndarray: give way to a type that sets ``__array_ufunc__ = None``,
+    or that has no ``__array_ufunc__`` and a positive ``__array_priority__``
+    (``scipy.sparse``'s matrices: ``x @ A`` is their ``__rmatmul__``).  Cached per type."""
+    d = _DEFERS.get(t)
+    if d is None:
+        if issubclass(t, (Tracer, np.generic, _ndarray)):
+            d = False       # NumPy's own scalars and arrays never take the operation over
+        else:
+            uf = getattr(t, "__array_ufunc__", _DEFERS)
+            prio = getattr(t, "__array_priority__", None)
+            d = uf is None or (uf is _DEFERS and isinstance(prio, (int, float)) and prio > 0)
+        _DEFERS[t] = d
+    return d
 
 
 def _binary(prim, ufunc=None):
     op = _operator(prim, False)
 
     def iop(self, other):
-        return _inplace(self, op(self, other), ufunc)
+        out = op(self, other)
+        if out is NotImplemented:
+            return out
+        return _inplace(self, out, ufunc)
 
     return op, _operator(prim, True), iop
 
