@@ -159,8 +159,9 @@ def test_scipy_functions_keep_identity_signature_and_source():
         else:
             assert inspect.getsource(f) == source, f.__qualname__
         assert f.__code__.co_filename == orig.__code__.co_filename
-        if "." not in f.__qualname__ and "<" not in f.__qualname__:
-            assert pickle.loads(pickle.dumps(f)) is f
+        if "." not in f.__qualname__ and "<" not in f.__qualname__ and getattr(
+                sys.modules[f.__module__], f.__name__, None) is f:  # (np.sinc's implementation
+            assert pickle.loads(pickle.dumps(f)) is f               # is not found by name)
     from scipy.linalg import det
     from scipy.stats import norm
     A = np.array([[2.0, 1.0], [0.5, 3.0]])

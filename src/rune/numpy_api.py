@@ -419,6 +419,6 @@ for _core in ("numpy._core", "numpy.core"):
                           lambda orig, f=_np_func: _lists_of_traced(orig, f))
 # np.sinc([x, 1.0]): NumPy's own formula would run on the list (its x == 0 substitute has
 # a second derivative of 0 at 0); rune's rule instead
-wrap_while_active("numpy.lib._function_base_impl", "sinc",
-                  lambda orig: _lists_of_traced(orig, np.sinc))
+wrap_while_active("numpy.lib._function_base_impl", "sinc._implementation",
+                  lambda orig: _lists_of_traced(orig, np.sinc))     # (np.sinc itself stays)
 
