@@ -66,3 +66,21 @@ def test_round_with_digits_is_numpys_round_and_batched_conversions_run_per_examp
         out = rune.vmap(lambda x: x * float(x))(np.array([1.0, 2.0]))
     np.testing.assert_allclose(out, [1.0, 4.0])
     assert round(np.float64(2.6)) == 3 and type(np.float64(1.0)) is np.float64
+
+
+def test_a_conversion_error_names_the_numpy_or_scipy_call_that_reached_it():
+    """Issue 25: the error names the user-visible call, not only the conversion."""
+    import scipy.linalg
+    import scipy.signal
+
+    def uses_private_scipy_code(x):        # SciPy code rune has no rule for
+        return scipy.signal.detrend(x * x)
+
+    with pytest.raises(rune.TracerConversionError, match=r"^scipy\.signal\.detrend reached"):
+        rune.grad(lambda x: np.sum(uses_private_scipy_code(x)))(np.ones(3))
+    with pytest.raises(NotImplementedError, match=r"^scipy\.signal\.medfilt reached"):
+        rune.grad(lambda x: np.sum(scipy.signal.medfilt(x * x)))(np.ones(3))
+    with pytest.raises(rune.TracerConversionError) as e:      # a direct conversion: no call
+        rune.grad(lambda x: float(x))(1.0)
+    assert "reached" not in str(e.value)
+    assert scipy.linalg     # (imported: its functions forward, and are not blamed)

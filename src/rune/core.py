@@ -340,7 +340,7 @@ class Tracer:
         if self.dtype.kind in "biu" or self._constant():     # no derivative to lose
             return kind(self._concrete())
         raise TracerConversionError(
-            f"{kind.__name__}() was called on a value that rune is differentiating "
+            f"{reached()}{kind.__name__}() was called on a value that rune is differentiating "
             f"(shape {self.shape}, dtype {self.dtype}); the result would silently lose "
             f"its derivative. NumPy does this when a traced value is written into one "
             f"element of a plain array, and math.* functions do it too: use np.* "
@@ -352,7 +352,8 @@ class Tracer:
         if self.dtype.kind in "biu" or self._constant():     # no derivative to lose
             return to_plain_array(self._concrete(), dtype)
         raise TracerConversionError(
-            f"a traced array (shape {self.shape}, dtype {self.dtype}) was converted to a "
+            f"{reached()}a traced array (shape {self.shape}, dtype {self.dtype}) was "
+            f"converted to a "
             f"plain NumPy array, which would silently drop its derivative. This happens "
             f"when a traced value is written into a plain array (a[i] = x), or passed to "
             f"C code that rune cannot intercept, or cast by a NumPy scalar type "
@@ -380,6 +381,24 @@ class Tracer:
         if getattr(value, "ndim", 1) == 0:
             return format(value.item() if hasattr(value, "item") else value, spec)
         return np.array2string(np.asarray(value), formatter={"all": lambda v: format(v, spec)})
+
+
+def reached():
+    """``"scipy.integrate.solve_ivp reached code ...: "``: the outermost NumPy/SciPy function
+    the user's code called on the way to a conversion (its public module), or ``""``."""
+    f, found = sys._getframe(1), None     # (rune's own frames are passed over)
+    while f is not None:
+        mod = f.f_globals.get("__name__", "")
+        top = mod.partition(".")[0]
+        if top in ("numpy", "scipy"):
+            found = (mod, f.f_code.co_qualname)
+        elif top != "rune" and found is not None:
+            public = ".".join(itertools.takewhile(lambda p: not p.startswith("_"),
+                                                  found[0].split(".")))
+            return (f"{public}.{found[1]} reached code that needs plain numbers with a "
+                    f"traced value (rune has no rule for it there): ")
+        f = f.f_back
+    return ""
 
 
 class ArrayMixin:

@@ -536,9 +536,10 @@ def jit(fun: Callable[P, R], static_argnums: int | Sequence[int] = ()) -> Callab
     signature.  The first call with a signature runs ``fun`` eagerly and records it; later
     ones replay the record, checking on the way that every value ``fun`` branched on is
     unchanged (else it records again).  Results equal eager rune's (bit for bit, up to the
-    sign of zeros).  Under another transformation, ``jit(fun)`` is ``fun``.  ``.listing(*args)`` shows the program
-    recorded for ``args``.  See the module documentation for what runs once at recording
-    (work on plain values only, such as ``np.random`` draws, is a constant afterwards).
+    sign of zeros).  Under another transformation, ``jit(fun)`` is ``fun``.
+    ``.listing(*args)`` shows the program recorded for ``args``.  See the module
+    documentation for what runs once at recording (work on plain values only, such as
+    ``np.random`` draws, is a constant afterwards).
 
     >>> import numpy as np, rune
     >>> f = rune.jit(lambda x, n: np.sum(x ** n), static_argnums=1)

@@ -26,7 +26,7 @@ import importlib
 import numpy as np
 
 from . import flatiter, views
-from .core import Primitive, Tracer, bind, TracerConversionError
+from .core import Primitive, Tracer, bind, TracerConversionError, reached
 from . import intercept as _intercept
 from . import scipy as _scipy
 
@@ -94,13 +94,14 @@ def array_function(self, func, types, args, kwargs):
     impl = getattr(func, "_implementation", None)
     name = _func_name(func)
     if impl is None:
-        raise NotImplementedError(f"{name} has no rule in rune, so it cannot be used under "
-                                  f"{transformation_name((args, kwargs))}")
+        raise NotImplementedError(f"{reached()}{name} has no rule in rune, so it cannot be "
+                                  f"used under {transformation_name((args, kwargs))}")
     try:
         return impl(*args, **kwargs)
     except (TracerConversionError, NotImplementedError) as e:
         raise NotImplementedError(
-            f"{name} has no rule in rune, and NumPy's implementation of it reaches code "
+            f"{reached()}{name} has no rule in rune, and NumPy's implementation of it reaches "
+            f"code "
             f"that cannot see traced values, so it cannot be used under "
             f"{transformation_name((args, kwargs))} (inner cause: {e})") from e
 
@@ -398,7 +399,7 @@ def _astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
 
 def _no_memory_layout(self):
     raise TracerConversionError(
-        f"the memory of a traced array (shape {self.shape}, dtype {self.dtype}) was "
+        f"{reached()}the memory of a traced array (shape {self.shape}, dtype {self.dtype}) was "
         f"requested (flags, ctypes or data): the caller is compiled code (scipy.linalg, "
         f"a C extension) that cannot see traced values, so rune cannot differentiate "
         f"through it. Use NumPy's own functions (np.linalg.solve, ...), which rune "
