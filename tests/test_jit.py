@@ -277,3 +277,15 @@ def test_a_buffer_made_used_then_overwritten_inside_is_read_as_it_was():
         x = np.linspace(-1, 1, 4) + k
         _same(g(x), rune.grad(lambda x: np.sum(f(x) ** 2))(x))
         _same(rune.jit(f)(x), f(x))
+
+
+def test_a_scipy_solver_under_jit_runs_eagerly_and_stays_right():
+    """SciPy's solvers run on the numbers (rune.concrete.numbers): nothing to replay, so
+    the signature runs eagerly, with a warning, and every call solves anew."""
+    so = pytest.importorskip("scipy.optimize")
+    g = rune.jit(rune.grad(lambda k: so.brentq(lambda x: x ** 3 - k, 0, 2)))
+    with pytest.warns(rune.PerformanceWarning, match="runs eagerly"):
+        g(np.float64(0.5))
+    for k in (0.5, 1.0, 1.7):
+        want = (1 / 3) * k ** (-2 / 3)
+        assert abs(g(np.float64(k)) - want) < 1e-9

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from .core import Primitive, Tracer, _peek, _stack
 
-__all__ = ["decide", "lowest", "recording"]
+__all__ = ["decide", "lowest", "numbers", "recording"]
 
 
 def _apply(*vals, fn):
@@ -51,3 +51,14 @@ def decide(fn, *xs):
         return fn(*[_peek(x, False)[0] for x in xs])
     r = decide_p(*[lowest(x) for x in xs], fn=fn)
     return r._concrete() if isinstance(r, Tracer) else r
+
+
+def numbers(x, why):
+    """The numbers behind ``x`` (every example of a vmap batch), for code rune cannot
+    record: SciPy's solvers run on them.  Under ``rune.jit``'s recording the call then
+    cannot be replayed (``why`` says what ran), and runs eagerly for these arguments."""
+    stack = _stack.get()
+    if stack and stack[0].records and isinstance(x, Tracer):
+        stack[0].unreplayable = stack[0].unreplayable or why
+    return _peek(x, False)[0]
+

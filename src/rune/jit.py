@@ -106,7 +106,7 @@ _JitArrayTracer = tracer_class_pair(JitTracer)
 class JitTrace(Trace):
     """The recording level: computes each primitive on concrete values and appends it."""
 
-    __slots__ = ("code", "n_slots", "seen", "origins")
+    __slots__ = ("code", "n_slots", "seen", "origins", "unreplayable")
     kind = "jit"
     records = True
 
@@ -116,6 +116,7 @@ class JitTrace(Trace):
         self.n_slots = 0    # ("guard", slot, value), in the order they happened
         self.seen = {}      # (primitive, arguments, parameters) -> its results: computed once
         self.origins = {}   # the tapes' private copies: id(copy) -> (array, copy or checksum)
+        self.unreplayable = None    # why the call cannot be replayed (rune.concrete.numbers)
 
     def new_slot(self):
         self.n_slots += 1
@@ -229,6 +230,8 @@ class Program:
     __slots__ = ("run", "listing", "n_ops")
 
     def __init__(self, trace, in_slots, out_refs, out_kinds, out_tree):
+        if trace.unreplayable:
+            raise _Unreplayable(trace.unreplayable)
         env: dict[str, Any] = {"_Miss": _Miss, "_same": _same, "_unflatten": tree_util.unflatten,
                                "_tree": out_tree, "_copy": _copy_const, "_array0": _array0,
                                "_scalar": _scalar}

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..concrete import decide
 from ..core import Tracer
 from ..dispatch import FUNCTIONS
 
@@ -173,11 +174,8 @@ _bool_like(np.all, True)
 _bool_like(np.any, False)
 
 
-def _numbers(x):
-    """The numbers behind a traced value, every example of a vmap batch included."""
-    while isinstance(x, Tracer):
-        x = x._val
-    return np.asarray(x)
+def _any(v):
+    return bool(np.any(v))
 
 
 def _nanarg(np_func, arg_func, fill):
@@ -189,7 +187,7 @@ def _nanarg(np_func, arg_func, fill):
         m = np.isnan(a)
         # An all-NaN slice is an error for the whole call (under vmap: in any example),
         # checked on the numbers so that vmap stays vectorized.
-        if np.any(_numbers(np.all(m, axis=axis))):
+        if decide(_any, np.all(m, axis=axis)):
             raise ValueError("All-NaN slice encountered")
         return arg_func(np.where(m, fill, a), axis=axis, out=out, **kw)
     entry.__name__ = np_func.__name__

@@ -31,6 +31,7 @@ import warnings
 
 import numpy as np
 
+from ..concrete import numbers
 from ..core import Tracer, TracerConversionError, active_traces, stop_leaf
 from ..dispatch import FUNCTIONS, asarray_traced
 
@@ -62,11 +63,13 @@ def run_scipy(orig, *args, **kwargs):
 def _value(x, solver):
     """The plain number behind a traced value; a batched one makes ``vmap`` run the
     enclosing function once per example (each example has its own solution)."""
-    while isinstance(x, Tracer):
-        if getattr(x, "_bdim", None) is not None:
-            raise x._trace.branch(f"scipy.optimize.{solver} on a batched problem (each "
+    y = x
+    while isinstance(y, Tracer):
+        if getattr(y, "_bdim", None) is not None:
+            raise y._trace.branch(f"scipy.optimize.{solver} on a batched problem (each "
                                   f"example needs its own solve)", data_dependent=True)
-        x = x._val
+        y = y._val
+    x = numbers(x, f"scipy.optimize.{solver} solves on plain numbers on every call")
     return np.array(x) if type(x) is np.ndarray else x
 
 
@@ -188,9 +191,7 @@ def _user_level():
 
 
 def _plain_value(x):
-    while isinstance(x, Tracer):
-        x = x._val
-    return np.asarray(x)
+    return np.asarray(numbers(x, "a scipy.optimize solution's derivative reads its numbers"))
 
 
 def _check(h, g, solver, what):

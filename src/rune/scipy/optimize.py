@@ -32,6 +32,7 @@ import inspect
 
 import numpy as np
 
+from ..concrete import numbers
 from ..core import Tracer
 from ..dispatch import asarray_traced, wrap_while_active
 from . import implicit as ift
@@ -109,9 +110,7 @@ def _vector(v, n):
 
 
 def _value(v):
-    while isinstance(v, Tracer):
-        v = v._val
-    return np.asarray(v, float)
+    return np.asarray(numbers(v, "scipy.optimize reads its bounds' numbers"), float)
 
 
 def _box(lb, ub, n):
