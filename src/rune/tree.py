@@ -68,6 +68,23 @@ def register(cls: type, flatten: Callable[[Any], tuple[Iterable[Any], Any]],
     _registry[cls] = _NodeType(flatten, unflatten, _index_keys)
 
 
+class _AsLeaf(_NodeType):
+    """A class whose objects stand for one leaf (rune.buffers' buffers: their value)."""
+
+    __slots__ = ("convert",)
+
+    def __init__(self, convert):
+        super().__init__(lambda obj: ([convert(obj)], None), lambda aux, ch: ch[0],
+                         lambda aux, n: [""] * n)
+        self.convert = convert
+
+
+def register_leaf(cls: type, convert: Callable[[Any], Any]) -> None:
+    """Objects of ``cls`` flatten to the single leaf ``convert(obj)``: the same structure
+    as that leaf's (a buffer made inside a transformation is its value there)."""
+    _registry[cls] = _AsLeaf(convert)
+
+
 def _index_keys(aux, n):
     return [f"[{i}]" for i in range(n)]
 
@@ -241,6 +258,9 @@ def _flatten(tree, leaves, is_leaf=None):
     node = _node_type(type(tree))
     if node is _LEAF or (is_leaf is not None and is_leaf(tree)):
         leaves.append(tree)
+        return _LEAF_DEF
+    if type(node) is _AsLeaf:
+        leaves.append(node.convert(tree))
         return _LEAF_DEF
     children, aux = node.flatten(tree)
     return TreeDef(type(tree), aux, tuple(_flatten(c, leaves, is_leaf) for c in children))

@@ -132,7 +132,7 @@ def _full_wrapper(orig):
         if isinstance(fill_value, Tracer):
             dt = fill_value.dtype if dtype is None else np.dtype(dtype)
             return _filled("np.full", shape, dt, fill_value)
-        return orig(shape, fill_value, dtype, order, **kwargs)
+        return dispatch.new_array(orig(shape, fill_value, dtype, order, **kwargs), 4)
     return full
 
 
@@ -144,11 +144,11 @@ def _full_like_wrapper(orig):
             dt = a.dtype if dtype is None else np.dtype(dtype)
             return _filled("np.full_like", a.shape if shape is None else shape, dt,
                            fill_value)
-        return orig(a, fill_value, dtype, order, subok, shape, **kwargs)
+        return dispatch.new_array(orig(a, fill_value, dtype, order, subok, shape, **kwargs), 3)
     return full_like
 
 
 # NumPy does not dispatch these on the fill value: wrapped while a transformation is active
 dispatch.wrap_while_active("numpy._core.numeric", "full", _full_wrapper)
 dispatch.wrap_while_active("numpy._core.numeric", "full_like", _full_like_wrapper)
-accept_traced_lists(np.linspace, np.logspace, np.geomspace)
+accept_traced_lists(np.linspace, np.logspace, np.geomspace, new=True)
