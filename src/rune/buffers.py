@@ -50,6 +50,7 @@ __all__ = ["Buffer", "Shadowed", "is_buffer", "traced_value", "among", "array_uf
            "array_function", "fresh", "install"]
 
 _ndarray = np.ndarray
+_np_asarray = np.asarray
 _active = core.active_traces
 _NUMERIC = frozenset("biufc")
 
@@ -157,7 +158,11 @@ class Buffer(np.ndarray):
 
 def _part(buf, name, value):
     if _holds_traced(value):
-        setattr(_target(buf, _top(value)), name, _resolve(value))
+        t = _target(buf, _top(value))
+        v = _resolve(value)
+        if t.dtype.kind == "c":     # NumPy writes that half of each element
+            v = v + 1j * np.imag(t) if name == "real" else np.real(t) + 1j * v
+        views.setitem(t, Ellipsis, v)
     else:
         getattr(_ndarray, name).__set__(buf, value)
 
@@ -576,6 +581,16 @@ def fresh(out, depth):
     if type(out) is _ndarray and out.base is None:
         return _mark(out, depth + 1)
     return out
+
+
+def asarray(buf, dtype, args, kwargs):
+    """``np.asarray(buf)``: the buffer itself when the user's code asks (as NumPy gives an
+    ndarray itself: a write into the result is a write into the buffer), else NumPy's
+    plain view of it (for library code)."""
+    if (dtype is None or np.dtype(dtype) == buf.dtype) and not args and all(
+            v is None for v in kwargs.values()) and _users(sys._getframe(3)):
+        return buf
+    return _np_asarray(buf, dtype, *args, **kwargs)
 
 
 def _leaf(buf):

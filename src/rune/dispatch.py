@@ -62,6 +62,8 @@ def transformation_name(args):
 def _iter_tracers(obj, depth=0):
     if isinstance(obj, Tracer):
         yield obj
+    elif type(obj) in STANDINS:
+        yield STANDINS[type(obj)](obj)
     elif isinstance(obj, (list, tuple)) and depth < 3:
         for o in obj:
             yield from _iter_tracers(o, depth + 1)

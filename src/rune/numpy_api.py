@@ -109,7 +109,8 @@ def array_function(self, func, types, args, kwargs):
             f"{transformation_name((args, kwargs))} (inner cause: {e})") from e
 
 
-_BUFFER_TYPES = (_buffers.Buffer, _buffers.Shadowed)
+_Buffer = _buffers.Buffer
+_BUFFER_TYPES = (_Buffer, _buffers.Shadowed)
 
 
 def _ufunc_name(ufunc):
@@ -162,6 +163,8 @@ def _asarray(a, dtype=None, *args, **kwargs):
                                                           and _contains_tracer(a)):
         return _coerce(_np_asarray_traced(a), kwargs.get("dtype", dtype),
                        _copy_flag(kwargs.get("copy")))
+    if type(a) is _Buffer:      # the buffer itself, for the user's code (rune.buffers)
+        return _buffers.asarray(a, dtype, args, kwargs)
     return _np_asarray(a, dtype, *args, **kwargs)
 
 
