@@ -26,6 +26,7 @@ import importlib
 import numpy as np
 
 from . import buffers as _buffers, flatiter, views
+from . import pandas_compat as _pandas
 from .core import Primitive, Tracer, bind, TracerConversionError
 from . import intercept as _intercept
 from . import scipy as _scipy
@@ -161,6 +162,7 @@ def _copy_flag(copy):
 def _asarray(a, dtype=None, *args, **kwargs):
     if isinstance(a, Tracer) or type(a) in _STANDINS or (type(a) in (list, tuple)
                                                           and _contains_tracer(a)):
+        _pandas.check_caller(a, 3)       # pandas' code is given a traced value
         return _coerce(_np_asarray_traced(a), kwargs.get("dtype", dtype),
                        _copy_flag(kwargs.get("copy")))
     if type(a) is _Buffer:      # the buffer itself, for the user's code (rune.buffers)
@@ -171,6 +173,7 @@ def _asarray(a, dtype=None, *args, **kwargs):
 def _asanyarray(a, dtype=None, *args, **kwargs):
     if isinstance(a, Tracer) or type(a) in _STANDINS or (type(a) in (list, tuple)
                                                           and _contains_tracer(a)):
+        _pandas.check_caller(a, 3)       # pandas' code is given a traced value
         return _coerce(_np_asarray_traced(a), kwargs.get("dtype", dtype),
                        _copy_flag(kwargs.get("copy")))
     return _np_asanyarray(a, dtype, *args, **kwargs)
@@ -179,6 +182,7 @@ def _asanyarray(a, dtype=None, *args, **kwargs):
 def _array(obj, dtype=None, *args, **kwargs):
     if isinstance(obj, Tracer) or type(obj) in _STANDINS or (type(obj) in (list, tuple)
                                                               and _contains_tracer(obj)):
+        _pandas.check_caller(obj, 3)     # pandas' code is given a traced value
         x = _np_asarray_traced(obj)
         copy = kwargs.get("copy", True)
         x = _coerce(x, kwargs.get("dtype", dtype), True if copy is True else _copy_flag(copy))
@@ -371,6 +375,7 @@ def install():
     views.install()
     flatiter.install()
     _buffers.install()
+    _pandas.install(_buffers.Shadowed)
 
 
 def _astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
