@@ -455,7 +455,7 @@ def _write(buf, idx, value):
 
 def _target(buf, trace, error=TracerConversionError):
     """The traced value standing for ``buf`` that a write of a value traced by ``trace``
-    goes into: its root is shadowed first if it is not yet."""
+    goes into: its root gets (or raises) its shadow first if needed."""
     root = _root(buf)
     if trace is not None and trace.level not in root._levels:
         raise error(
@@ -464,23 +464,33 @@ def _target(buf, trace, error=TracerConversionError):
             f"write would change an array the {trace.kind} does not own and let its traced "
             f"value escape. Make the buffer inside the function {trace.kind} transforms "
             f"(np.zeros(...) there), or build the result with np.stack/np.concatenate")
-    if getattr(root, "_shadow", None) is None:
+    shadow = getattr(root, "_shadow", None)
+    if shadow is None:
         _shadow(root, trace)
+    elif trace is not None and trace.level > shadow._trace.level:
+        raise NotImplementedError(
+            f"a value traced by {trace.kind} was written into a buffer whose traced values "
+            f"so far came from code that {trace.kind} ran on the values one level down (a "
+            f"custom rule or a checkpointed function, which the buffer left); write into a "
+            f"new buffer made where {trace.kind}'s values are")
     return traced_value(buf)
 
 
 def _shadow(root, trace):
-    """Give ``root`` its traced value (a constant of the innermost transformation among
-    those active when it was made); it and its views stand for it from now on."""
+    """Give ``root`` its traced value, holding its values: a constant of the innermost
+    transformation among those active when it was made (so that later writes of every
+    one of them fit), or of ``trace`` (the written value's) in code a transformation runs
+    one level down (a custom rule: a constant of a higher one would look like a value of
+    it).  It and its views stand for that value from now on."""
     levels = root._levels
-    top = None
-    for t in reversed(_active()):
-        if t.level in levels:
-            top = t
-            break
-    if top is None or (trace is not None and top.level < trace.level):
-        raise TracerConversionError("a traced value was written into a buffer made inside "
-                                    "a transformation that has returned (it escaped)")
+    held = _processing(levels)
+    top = trace
+    if top is None or not held:     # (under a custom rule: the written value's own level)
+        for t in reversed(_active()):
+            if t.level in levels and t.level not in held:
+                if top is None or t.level > top.level:
+                    top = t
+                break
     plain = root.view(_ndarray)
     root._shadow = top.lift(plain.copy(order="K"))
     live = [root] + [v for v in (r() for r in (getattr(root, "_views", None) or ()))
@@ -490,6 +500,23 @@ def _shadow(root, trace):
     for b in live:
         _ndarray.setflags(b, write=False)
         b.__class__ = Shadowed
+
+
+def _processing(levels):
+    """The levels (of ``levels``) of the transformations whose ``process_call`` is running
+    the code that writes: a custom rule or a checkpointed function, which rune runs on
+    the values one level down.  Their values never reach this code, so a buffer made
+    here is no value of theirs (once per buffer: its first traced write)."""
+    held = set()
+    f = sys._getframe(3)
+    while f is not None:
+        if f.f_code.co_name == "process_call" and (
+                f.f_globals.get("__name__") or "").startswith("rune."):
+            t = f.f_locals.get("self")
+            if isinstance(t, core.Trace) and t.level in levels:
+                held.add(t.level)
+        f = f.f_back
+    return held
 
 
 # ---- The protocols: ufuncs and NumPy functions meeting buffers -----------------------
