@@ -73,9 +73,9 @@ class Buffer(np.ndarray):
     >>> def f(theta):
     ...     L = np.zeros((2, 2))
     ...     L[np.tril_indices(2)] = theta          # a traced write: L is traced from here
-    ...     return np.sum(L @ L.T)
+    ...     return np.trace(L @ L.T)              # the sum of squares: gradient 2 theta
     >>> rune.grad(f)(np.array([1.0, 2.0, 3.0]))
-    array([ 6., 10., 10.])
+    array([2., 4., 6.])
     """
 
     # a root (owns the buffer's state): _root None, _levels the levels of the
@@ -464,6 +464,8 @@ def _target(buf, trace, error=TracerConversionError):
             f"write would change an array the {trace.kind} does not own and let its traced "
             f"value escape. Make the buffer inside the function {trace.kind} transforms "
             f"(np.zeros(...) there), or build the result with np.stack/np.concatenate")
+    if root is not buf and getattr(buf, "_imap", None) is None:
+        buf._imap = _index_map(buf, root)       # (a view rune cannot follow: refused now)
     shadow = getattr(root, "_shadow", None)
     if shadow is None:
         _shadow(root, trace)
@@ -495,11 +497,16 @@ def _shadow(root, trace):
     root._shadow = top.lift(plain.copy(order="K"))
     live = [root] + [v for v in (r() for r in (getattr(root, "_views", None) or ()))
                      if v is not None]
-    if plain.dtype.kind in "fc" and plain.nbytes <= COPY_BELOW and plain.flags.writeable:
-        plain.fill(np.nan)              # compiled code reading the memory sees NaN
+    if plain.nbytes <= COPY_BELOW and plain.flags.writeable and plain.dtype.kind in "fciu":
+        plain.fill(_POISON[plain.dtype.kind](plain.dtype))   # what compiled code reading
+        #                                      the memory sees: NaN, or an index out of bounds
     for b in live:
         _ndarray.setflags(b, write=False)
         b.__class__ = Shadowed
+
+
+_POISON = {"f": lambda dt: np.nan, "c": lambda dt: np.nan,
+           "i": lambda dt: np.iinfo(dt).min, "u": lambda dt: np.iinfo(dt).max}
 
 
 def _processing(levels):
