@@ -140,7 +140,9 @@ class Buffer(np.ndarray):
 
     def put(self, indices, values, mode="raise"):
         """``buf.put(indices, values, mode)``; traced values go to the traced value."""
-        np.put(self, indices, values, mode)
+        if _holds_traced(values) or _holds_traced(indices):
+            return np.put(self, indices, values, mode)
+        _ndarray.put(self, indices, values, mode)
 
     @property
     def flat(self):
@@ -175,13 +177,6 @@ class _Flat:
     def __init__(self, buf):
         self._buf = buf
 
-    def _it(self):
-        buf = self._buf
-        return traced_value(buf).flat if type(buf) is Shadowed else _ndarray.flat.__get__(buf)
-
-    def __getitem__(self, idx):
-        return self._it()[idx]
-
     def __setitem__(self, idx, value):
         buf = self._buf
         if type(buf) is Shadowed or _holds_traced(value) or _holds_traced(idx):
@@ -189,18 +184,19 @@ class _Flat:
         else:
             _ndarray.flat.__get__(buf)[idx] = value
 
-    def __len__(self):
-        return self._buf.size
+    def __getattr__(self, name):        # reads: NumPy's (or, once written, rune's) flat
+        buf = self._buf
+        it = traced_value(buf).flat if type(buf) is Shadowed else _ndarray.flat.__get__(buf)
+        return getattr(it, name)
+
+    def __getitem__(self, idx):
+        return self.__getattr__("__getitem__")(idx)
 
     def __iter__(self):
-        return iter(self._it())
+        return self.__getattr__("__iter__")()
 
-    def __array__(self, dtype=None, copy=None):
-        return np.asarray(self._it().copy() if type(self._buf) is Shadowed
-                          else _ndarray.flat.__get__(self._buf).__array__(dtype))
-
-    def __getattr__(self, name):
-        return getattr(self._it(), name)
+    def __len__(self):
+        return self._buf.size
 
 
 class Shadowed(Buffer):
@@ -221,29 +217,8 @@ class Shadowed(Buffer):
     def __setitem__(self, idx, value):
         _write(self, idx, value)
 
-    def __iter__(self):
-        return iter(traced_value(self))
-
     def __contains__(self, value):
         return bool(np.any(traced_value(self) == _resolve(value)))
-
-    def __repr__(self):
-        return repr(traced_value(self))
-
-    def __str__(self):
-        return str(traced_value(self))
-
-    def __format__(self, spec):
-        return format(traced_value(self), spec)
-
-    def __array__(self, dtype=None, copy=None):
-        return traced_value(self).__array__(dtype)
-
-    def __copy__(self):
-        return traced_value(self).copy()
-
-    def __deepcopy__(self, memo):
-        return traced_value(self).copy()
 
     def __divmod__(self, other):
         return divmod(traced_value(self), _resolve(other))
@@ -265,12 +240,8 @@ class Shadowed(Buffer):
                     lambda self, v: setattr(_target(self, _top(v)), "imag", _resolve(v)))
     shape = property(_ndarray.shape.__get__, lambda self, v: _refuse_layout(self, "shape"))
     dtype = property(_ndarray.dtype.__get__, lambda self, v: _refuse_layout(self, "dtype"))
-    __array_interface__ = property(lambda self: _raise(_memory_error(self, "read as memory")))
-    __array_struct__ = property(lambda self: _raise(_memory_error(self, "read as memory")))
-
-
-def _raise(e):
-    raise e
+    __array_interface__ = property(lambda self: _refuse("__array_interface__")(self))
+    __array_struct__ = property(lambda self: _refuse("__array_struct__")(self))
 
 
 def _memory_error(buf, what):
@@ -318,7 +289,8 @@ def install():
             setattr(Shadowed, name, _delegate(name))
         else:
             setattr(Shadowed, name, _refuse(name))
-    for name in ("__bool__", "__float__", "__int__", "__complex__", "__index__"):
+    for name in ("__bool__", "__float__", "__int__", "__complex__", "__index__", "__iter__",
+                 "__repr__", "__str__", "__format__", "__array__", "__copy__", "__deepcopy__"):
         setattr(Shadowed, name, _delegate(name))
     for name in ("__dlpack__", "__dlpack_device__"):
         setattr(Shadowed, name, _refuse(name))
@@ -515,7 +487,7 @@ def _processing(levels):
     the values one level down.  Their values never reach this code, so a buffer made
     here is no value of theirs (once per buffer: its first traced write)."""
     held = set()
-    f = sys._getframe(3)
+    f = sys._getframe(1)
     while f is not None:
         if f.f_code.co_name == "process_call" and (
                 f.f_globals.get("__name__") or "").startswith("rune."):
@@ -639,5 +611,7 @@ dispatch.new_array = _mark          # np.full, np.full_like (rune.numpy.spaces),
 dispatch.STANDINS[Shadowed] = traced_value
 dispatch.OPERANDS[Shadowed] = traced_value
 dispatch.OPERANDS[Buffer] = _resolve
-tree_util.register_leaf(Buffer, _leaf)
-tree_util.register_leaf(Shadowed, _leaf)
+for _cls in (Buffer, Shadowed):      # at a boundary (a tree's leaf), a buffer is its value
+    tree_util._registry[_cls] = tree_util._NodeType(
+        lambda b: ([_leaf(b)], tree_util._AS_LEAF), lambda aux, ch: ch[0],
+        lambda aux, n: [""] * n)

@@ -42,6 +42,7 @@ class _NodeType:
 
 _registry: dict[type, Any] = {}
 _LEAF = None
+_AS_LEAF = object()     # the aux of a node that stands for its one child (rune.buffers)
 
 
 def register(cls: type, flatten: Callable[[Any], tuple[Iterable[Any], Any]],
@@ -66,23 +67,6 @@ def register(cls: type, flatten: Callable[[Any], tuple[Iterable[Any], Any]],
                         f"(flatten(obj) -> (children, aux), unflatten(aux, children) -> obj), "
                         f"got {type(flatten).__name__} and {type(unflatten).__name__}")
     _registry[cls] = _NodeType(flatten, unflatten, _index_keys)
-
-
-class _AsLeaf(_NodeType):
-    """A class whose objects stand for one leaf (rune.buffers' buffers: their value)."""
-
-    __slots__ = ("convert",)
-
-    def __init__(self, convert):
-        super().__init__(lambda obj: ([convert(obj)], None), lambda aux, ch: ch[0],
-                         lambda aux, n: [""] * n)
-        self.convert = convert
-
-
-def register_leaf(cls: type, convert: Callable[[Any], Any]) -> None:
-    """Objects of ``cls`` flatten to the single leaf ``convert(obj)``: the same structure
-    as that leaf's (a buffer made inside a transformation is its value there)."""
-    _registry[cls] = _AsLeaf(convert)
 
 
 def _index_keys(aux, n):
@@ -259,10 +243,9 @@ def _flatten(tree, leaves, is_leaf=None):
     if node is _LEAF or (is_leaf is not None and is_leaf(tree)):
         leaves.append(tree)
         return _LEAF_DEF
-    if type(node) is _AsLeaf:
-        leaves.append(node.convert(tree))
-        return _LEAF_DEF
     children, aux = node.flatten(tree)
+    if aux is _AS_LEAF:     # a buffer made inside a transformation: its value, a leaf
+        return leaves.append(children[0]) or _LEAF_DEF
     return TreeDef(type(tree), aux, tuple(_flatten(c, leaves, is_leaf) for c in children))
 
 
