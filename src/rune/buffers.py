@@ -35,7 +35,6 @@ array([28., 56.])
 from __future__ import annotations
 
 import sys
-import types
 import weakref
 
 import numpy as np
@@ -556,13 +555,25 @@ def array_function(func, args, kwargs):
 
 # ---- Making buffers ---------------------------------------------------------------------
 
+# NumPy's creation functions written in Python (they call np.empty & co.): the array
+# they make is the user's when they were called by the user's code
+_CREATORS = frozenset({"zeros", "ones", "empty", "full", "zeros_like", "ones_like",
+                       "empty_like", "full_like", "eye", "identity"})
+
+
 def _mark(out, depth):
     """``out`` (a new array) as a :class:`Buffer` if the user's code called the function
-    that made it (the frame ``depth`` above this one) inside a transformation."""
+    that made it (the frame ``depth`` above this one, past NumPy's creation functions and
+    rune's forwarding of them) inside a transformation."""
     if type(out) is not _ndarray or out.dtype.kind not in _NUMERIC:
         return out
     stack = _active()
-    if not stack or not _users(sys._getframe(depth)):
+    if not stack:
+        return out
+    f = sys._getframe(depth)
+    while f.f_code.co_name in _CREATORS or f.f_globals.get("__name__") == "rune.intercept":
+        f = f.f_back
+    if not _users(f):
         return out
     buf = out.view(Buffer)
     buf._levels = frozenset(t.level for t in stack)
@@ -570,13 +581,11 @@ def _mark(out, depth):
 
 
 def _made_by(orig):
-    """The replacement of a creation function while a transformation is active: NumPy's,
-    then :func:`_mark` (the user's frame is 3 above it behind rune's guard of a C
-    function, 4 behind the forwarding code of a Python function, rune.intercept)."""
-    depth = 4 if type(orig) is types.FunctionType else 3
-
+    """The replacement of NumPy's C creation function ``orig`` while a transformation is
+    active: NumPy's, then :func:`_mark` (the caller is 3 frames above it, behind rune's
+    guard, rune.intercept)."""
     def made(*args, **kwargs):
-        return _mark(orig(*args, **kwargs), depth)
+        return _mark(orig(*args, **kwargs), 3)
     made.__wrapped__ = orig
     return made
 
@@ -604,10 +613,11 @@ def _leaf(buf):
     return traced_value(buf) if type(buf) is Shadowed else buf.view(_ndarray)
 
 
-for _fname in ("zeros", "empty", "ones", "eye", "identity", "arange", "zeros_like",
-               "ones_like", "empty_like"):
+# NumPy's C creation functions (its Python ones, np.ones, np.full, np.eye, ..., call them);
+# np.array (rune.numpy_api) and np.linspace (rune.numpy._lists) call _mark themselves
+for _fname in ("zeros", "empty", "empty_like", "arange"):
     wrap_while_active("numpy", _fname, _made_by)
-dispatch.new_array = _mark          # np.full, np.full_like (rune.numpy.spaces), np.linspace
+dispatch.new_array = _mark
 dispatch.STANDINS[Shadowed] = traced_value
 dispatch.OPERANDS[Shadowed] = traced_value
 dispatch.OPERANDS[Buffer] = _resolve

@@ -132,7 +132,7 @@ def _full_wrapper(orig):
         if isinstance(fill_value, Tracer):
             dt = fill_value.dtype if dtype is None else np.dtype(dtype)
             return _filled("np.full", shape, dt, fill_value)
-        return dispatch.new_array(orig(shape, fill_value, dtype, order, **kwargs), 4)
+        return orig(shape, fill_value, dtype, order, **kwargs)
     return full
 
 
@@ -144,7 +144,7 @@ def _full_like_wrapper(orig):
             dt = a.dtype if dtype is None else np.dtype(dtype)
             return _filled("np.full_like", a.shape if shape is None else shape, dt,
                            fill_value)
-        return dispatch.new_array(orig(a, fill_value, dtype, order, subok, shape, **kwargs), 3)
+        return orig(a, fill_value, dtype, order, subok, shape, **kwargs)
     return full_like
 
 
