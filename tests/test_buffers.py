@@ -297,6 +297,30 @@ def test_views_taken_before_the_write_see_it():
                                [[1, 1], [1, 0], [1, 0], [0, 1], [1, 1]])
 
 
+def test_np_asarray_of_a_buffer_in_the_users_code_is_the_buffer():
+    def f(x):
+        b = np.zeros(3)
+        a = np.asarray(b)              # NumPy: the same array, so a sees the write
+        assert a is b
+        b[1] = x
+        return a
+
+    np.testing.assert_allclose(rune.jacfwd(f)(2.0), [0.0, 1.0, 0.0])
+
+
+def test_an_integer_buffer_written_under_vmap_is_never_read_silently():
+    data = np.array([10.0, 20.0])
+
+    def f(k):
+        idx = np.zeros(1, int)
+        idx[0] = k                     # a mapped value: the buffer is traced from here
+        with pytest.raises((rune.TracerConversionError, IndexError)):
+            data[idx]                  # NumPy's own indexing reads the memory: refused
+        return np.take(data, idx)      # NumPy's functions see the traced value
+
+    np.testing.assert_allclose(rune.vmap(f)(np.array([1, 0])), [[20.0], [10.0]])
+
+
 def test_the_memory_of_a_written_buffer_is_never_read_silently():
     seen = {}
 
@@ -332,6 +356,12 @@ def test_an_unwritten_buffer_behaves_as_the_plain_array():
         seen["repr"] = repr(A)
         seen["results"] = (type(A * 2), type(A.sum()), type(np.sin(A)), type(A @ A))
         seen["pickle"] = type(pickle.loads(pickle.dumps(A)))
+        B = np.zeros(4)
+        B.put([0, 3], [5.0, 6.0])                       # NumPy's methods, plain values
+        B.flat[1] = 7.0
+        seen["methods"] = (B.tolist(), list(B.flat), B.flat[3], len(B.flat))
+        B.fill(1.5)
+        seen["fill"] = B.tolist()
         s = sp.solve(A, np.ones(2))                     # SciPy's compiled code takes it
         seen["bytes"] = A.tobytes() == np.array([[2.0, 1.0], [0.0, 2.0]]).tobytes()
         return np.sum(x * s), A
@@ -340,6 +370,8 @@ def test_an_unwritten_buffer_behaves_as_the_plain_array():
     assert seen["type"] is Buffer and seen["repr"] == repr(np.array([[2.0, 1.0], [0.0, 2.0]]))
     assert seen["results"] == (np.ndarray, np.float64, np.ndarray, np.ndarray)
     assert seen["pickle"] is np.ndarray and seen["bytes"]
+    assert seen["methods"] == ([5.0, 7.0, 0.0, 6.0], [5.0, 7.0, 0.0, 6.0], 6.0, 4)
+    assert seen["fill"] == [1.5] * 4
     assert type(A_out) is np.ndarray                   # what leaves is a plain array
     np.testing.assert_allclose(val, np.sum(np.linalg.solve([[2.0, 1.0], [0.0, 2.0]], [1, 1])))
 

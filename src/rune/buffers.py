@@ -106,9 +106,10 @@ class Buffer(np.ndarray):
             return
         if getattr(root, "_shadow", None) is not None:
             raise TracerConversionError(
-                "a copy of a buffer holding traced values was made by code that reads its "
-                "memory directly (not through NumPy's functions); use np.copy(buf) or "
-                "buf.copy(), which rune traces")
+                "a buffer holding traced values was copied by compiled code that reads its "
+                "memory directly (as an index of a plain NumPy array, say), which would "
+                "see none of them; use NumPy's functions on it (np.take(a, buf), "
+                "buf.copy()), which rune traces")
         self._root = None                       # a copy (buf.copy(), np.empty_like(buf))
         self._levels = root._levels             # is a buffer of the same transformations
 
