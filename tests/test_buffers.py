@@ -311,14 +311,15 @@ def test_np_asarray_of_a_buffer_in_the_users_code_is_the_buffer():
 def test_an_integer_buffer_written_under_vmap_is_never_read_silently():
     data = np.array([10.0, 20.0])
 
-    def f(k):
+    def f(k, d):
         idx = np.zeros(1, int)
         idx[0] = k                     # a mapped value: the buffer is traced from here
         with pytest.raises((rune.TracerConversionError, IndexError)):
             data[idx]                  # NumPy's own indexing reads the memory: refused
-        return np.take(data, idx)      # NumPy's functions see the traced value
+        return d[idx]                  # a traced array's indexing sees the traced value
 
-    np.testing.assert_allclose(rune.vmap(f)(np.array([1, 0])), [[20.0], [10.0]])
+    np.testing.assert_allclose(rune.vmap(f)(np.array([1, 0]), np.stack([data, -data])),
+                               [[20.0], [-10.0]])
 
 
 def test_the_memory_of_a_written_buffer_is_never_read_silently():
