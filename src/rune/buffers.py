@@ -54,14 +54,18 @@ _active = core.active_traces
 _NUMERIC = frozenset("biufc")
 
 
-# The packages whose calls never make buffers: their own work arrays stay plain.
+# The packages whose calls never make buffers (their own work arrays stay plain), besides
+# every installed package (in site-packages): only the user's own code makes buffers.
 _LIBRARIES = frozenset({"rune", "numpy", "scipy", "pandas"})
 
 
 def _users(frame):
     """Whether ``frame`` runs the user's code (a doctest of a library module counts)."""
+    file = frame.f_code.co_filename
+    if file[:1] == "<":                 # a doctest, code made by exec
+        return True
     name = frame.f_globals.get("__name__") or ""
-    return name.partition(".")[0] not in _LIBRARIES or frame.f_code.co_filename[:1] == "<"
+    return name.partition(".")[0] not in _LIBRARIES and "-packages" not in file
 
 
 class Buffer(np.ndarray):
