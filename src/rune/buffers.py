@@ -50,6 +50,8 @@ __all__ = ["Buffer", "Shadowed", "is_buffer", "traced_value", "among", "array_uf
 
 _ndarray = np.ndarray
 _np_asarray = np.asarray
+_ref = weakref.ref
+_NO_LEVELS = frozenset()
 _active = core.active_traces
 _NUMERIC = frozenset("biufc")
 
@@ -90,6 +92,7 @@ class Buffer(np.ndarray):
     def __array_finalize__(self, obj):
         if not isinstance(obj, Buffer):         # made by _mark (which sets _levels)
             self._root = None
+            _root_of(self, _NO_LEVELS)
             return
         root = obj._root
         if root is None:
@@ -97,25 +100,23 @@ class Buffer(np.ndarray):
         base = self.base
         if base is obj or base is root:         # a view: shares the root's memory
             self._root = root
-            refs = getattr(root, "_views", None)
-            if refs is None:
-                root._views = [weakref.ref(self)]
-            else:
-                refs.append(weakref.ref(self))
-                if len(refs) > 64 and len(refs) & (len(refs) - 1) == 0:     # at powers of 2
-                    root._views = [r for r in refs if r() is not None]
-            if getattr(root, "_shadow", None) is not None:
+            refs = root._views
+            refs.append(_ref(self))
+            n = len(refs)
+            if n > 64 and n & (n - 1) == 0:     # (at powers of 2: the dead ones dropped)
+                refs[:] = [r for r in refs if r() is not None]
+            if root._shadow is not None:
                 _ndarray.setflags(self, write=False)
                 self.__class__ = Shadowed
             return
-        if getattr(root, "_shadow", None) is not None:
+        if root._shadow is not None:
             raise TracerConversionError(
                 "a buffer holding traced values was copied by compiled code that reads its "
                 "memory directly (as an index of a plain NumPy array, say), which would "
                 "see none of them; use NumPy's functions on it (np.take(a, buf), "
                 "buf.copy()), which rune traces")
         self._root = None                       # a copy (buf.copy(), np.empty_like(buf))
-        self._levels = root._levels             # is a buffer of the same transformations
+        _root_of(self, root._levels)            # is a buffer of the same transformations
 
     def __array_wrap__(self, arr, context=None, return_scalar=False):
         """Results of NumPy's ufuncs and reductions are plain arrays (or scalars)."""
@@ -124,7 +125,9 @@ class Buffer(np.ndarray):
         return arr[()] if return_scalar else arr
 
     def __setitem__(self, idx, value):
-        if _holds_traced(value) or _holds_traced(idx):
+        t = type(value)
+        if (t is not float and t is not int and _holds_traced(value)) or (
+                type(idx) is not int and _holds_traced(idx)):
             _write(self, idx, value)
         else:
             _ndarray.__setitem__(self, idx, value)
@@ -442,7 +445,7 @@ def _target(buf, trace, error=TracerConversionError):
             f"(np.zeros(...) there), or build the result with np.stack/np.concatenate")
     if root is not buf and getattr(buf, "_imap", None) is None:
         buf._imap = _index_map(buf, root)       # (a view rune cannot follow: refused now)
-    shadow = getattr(root, "_shadow", None)
+    shadow = root._shadow
     if shadow is None:
         _shadow(root, trace)
     elif trace is not None and trace.level > shadow._trace.level:
@@ -471,8 +474,7 @@ def _shadow(root, trace):
                 break
     plain = root.view(_ndarray)
     root._shadow = top.lift(plain.copy(order="K"))
-    live = [root] + [v for v in (r() for r in (getattr(root, "_views", None) or ()))
-                     if v is not None]
+    live = [root] + [v for v in (r() for r in root._views) if v is not None]
     if plain.nbytes <= COPY_BELOW and plain.flags.writeable and plain.dtype.kind in "fciu":
         plain.fill(_POISON[plain.dtype.kind](plain.dtype))   # what compiled code reading
         #                                      the memory sees: NaN, or an index out of bounds
@@ -582,6 +584,13 @@ def _mark(out, depth):
         return out
     buf = out.view(Buffer)
     buf._levels = frozenset(t.level for t in stack)
+    return buf
+
+
+def _root_of(buf, levels):
+    """``buf`` as a root: no traced value yet, no views, made while ``levels`` were
+    active."""
+    buf._levels, buf._shadow, buf._views = levels, None, []
     return buf
 
 
