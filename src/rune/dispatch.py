@@ -80,9 +80,9 @@ OPERANDS: dict = {}
 
 
 def new_array(out, depth):
-    """A new array made by a NumPy creation function, called ``depth`` frames up (the
-    wrappers of ``np.full`` & co. call it): a buffer when the user's code made it inside a
-    transformation (replaced by rune.buffers)."""
+    """A new array made by a NumPy creation function called ``depth`` frames up (rune's
+    wrapper of ``np.linspace`` & co. calls it): a buffer when the user's code made it
+    inside a transformation (replaced by rune.buffers)."""
     return out
 
 
