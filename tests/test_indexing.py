@@ -181,13 +181,13 @@ def test_in_place_operators():
 
 
 def test_traced_value_into_plain_array_raises():
+    a = np.zeros(3)         # made outside the functions (one made inside takes the write)
+
     def scalar(x):
-        a = np.zeros(3)
         a[0] = x[0]
         return np.sum(a)
 
     def whole(x):
-        a = np.zeros(3)
         a[:] = x
         return np.sum(a)
 
@@ -202,10 +202,12 @@ def test_traced_value_into_plain_array_raises():
         rune.grad(lambda x: np.sum(_put_plain(x)))(np.ones(3))
 
 
+_PLAIN = np.zeros(3)      # made outside the function (one made inside takes the write)
+
+
 def _put_plain(x):
-    a = np.zeros(3)
-    np.put(a, [0], x[0])
-    return a
+    np.put(_PLAIN, [0], x[0])
+    return _PLAIN
 
 
 def test_inputs_are_never_mutated():

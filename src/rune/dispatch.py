@@ -16,7 +16,8 @@ from .core import Tracer, TracerConversionError, _np_asarray
 from .intercept import register as wrap_while_active
 
 __all__ = ["UFUNCS", "FUNCTIONS", "REDUCE", "ACCUMULATE", "implements", "register_ufunc",
-           "OutRefusedError", "NeedsPerExample", "transformation_name", "wrap_while_active"]
+           "OutRefusedError", "NeedsPerExample", "transformation_name", "wrap_while_active",
+           "STANDINS", "OPERANDS", "new_array"]
 
 UFUNCS: dict = {}      # ufunc -> primitive (or handler)
 FUNCTIONS: dict = {}   # NumPy function -> handler
@@ -61,6 +62,8 @@ def transformation_name(args):
 def _iter_tracers(obj, depth=0):
     if isinstance(obj, Tracer):
         yield obj
+    elif type(obj) in STANDINS:
+        yield STANDINS[type(obj)](obj)
     elif isinstance(obj, (list, tuple)) and depth < 3:
         for o in obj:
             yield from _iter_tracers(o, depth + 1)
@@ -69,9 +72,23 @@ def _iter_tracers(obj, depth=0):
             yield from _iter_tracers(o, depth + 1)
 
 
+# Objects that stand for a traced value (a buffer written with one, rune.buffers): their
+# type -> the traced value; and the operand conversions of the operators and ufuncs of
+# traced values (lists stacked, buffers replaced), by type.
+STANDINS: dict = {}
+OPERANDS: dict = {}
+
+
+def new_array(out, depth):
+    """A new array made by a NumPy creation function called ``depth`` frames up (rune's
+    wrapper of ``np.linspace`` & co. calls it): a buffer when the user's code made it
+    inside a transformation (replaced by rune.buffers)."""
+    return out
+
+
 def contains_tracer(obj, depth=0):
     """Whether ``obj`` is a traced value or a (nested) list or tuple holding one."""
-    if isinstance(obj, Tracer):
+    if isinstance(obj, Tracer) or type(obj) in STANDINS:
         return True
     if type(obj) in (list, tuple) and depth < 32:
         return any(contains_tracer(o, depth + 1) for o in obj)
@@ -86,7 +103,11 @@ def asarray_traced(obj):
         if not contains_tracer(obj):
             return _np_asarray(obj)
         return np.stack([asarray_traced(o) for o in obj])
-    return obj
+    standin = STANDINS.get(type(obj))
+    return obj if standin is None else standin(obj)
+
+
+OPERANDS[list] = OPERANDS[tuple] = asarray_traced
 
 
 def public_name(obj):

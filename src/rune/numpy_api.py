@@ -25,7 +25,8 @@ import importlib
 
 import numpy as np
 
-from . import flatiter, views
+from . import buffers as _buffers, flatiter, views
+from . import pandas_compat as _pandas
 from .core import Primitive, Tracer, bind, TracerConversionError, reached
 from . import intercept as _intercept
 from . import scipy as _scipy
@@ -35,8 +36,8 @@ __all__ = ["UFUNCS", "FUNCTIONS", "implements", "register_ufunc", "install"]
 from .dispatch import (UFUNCS, FUNCTIONS, REDUCE as _REDUCE, ACCUMULATE as _ACCUMULATE,  # noqa: F401
                        implements, register_ufunc, OutRefusedError, transformation_name,
                        _iter_tracers, wrap_while_active,
-                       contains_tracer as _contains_tracer,
-                       asarray_traced as _np_asarray_traced)
+                       contains_tracer as _contains_tracer, STANDINS as _STANDINS,
+                       OPERANDS as _OPERANDS, asarray_traced as _np_asarray_traced)
 
 _ndarray = np.ndarray
 
@@ -48,9 +49,8 @@ _ndarray = np.ndarray
 
 
 def _as_operand(x):
-    if type(x) in (list, tuple):
-        return _np_asarray_traced(x)
-    return x
+    convert = _OPERANDS.get(type(x))      # lists stacked, buffers replaced (rune.buffers)
+    return x if convert is None else convert(x)
 
 
 def array_ufunc(self, ufunc, method, *inputs, **kwargs):
@@ -69,12 +69,14 @@ def array_ufunc(self, ufunc, method, *inputs, **kwargs):
                         if t is _ndarray or t is float or t is int:
                             return trace.process_one(handler, inputs, 1 if a is self else 2)
             for x in inputs:
-                if type(x) in (list, tuple):
+                if type(x) in _OPERANDS:
                     inputs = [_as_operand(x) for x in inputs]
                     break
             return handler(*inputs)
     if ufunc not in UFUNCS and _scipy.load_rules_for_ufunc(ufunc):   # scipy.special: rules
         return array_ufunc(self, ufunc, method, *inputs, **kwargs)   # loaded lazily
+    if _buffers.among(inputs, kwargs.get("out")):     # a buffer written or read (rune.buffers)
+        return _buffers.array_ufunc(ufunc, method, inputs, kwargs)
     # ufunc methods, keywords and out= (a write into a traced buffer): rune.numpy.ufunc_methods
     return FUNCTIONS["ufunc_method"](ufunc, method, inputs, kwargs)
 
@@ -84,6 +86,9 @@ def array_ufunc(self, ufunc, method, *inputs, **kwargs):
 # --------------------------------------------------------------------------
 
 def array_function(self, func, types, args, kwargs):
+    for t in types:
+        if t in _BUFFER_TYPES:      # buffers among the arguments (rune.buffers)
+            return _buffers.array_function(func, args, kwargs)
     handler = FUNCTIONS.get(func)
     if handler is not None:
         if kwargs.get("out") is not None:     # np.sum(x, out=buf): a write into buf
@@ -104,6 +109,10 @@ def array_function(self, func, types, args, kwargs):
             f"code "
             f"that cannot see traced values, so it cannot be used under "
             f"{transformation_name((args, kwargs))} (inner cause: {e})") from e
+
+
+_Buffer = _buffers.Buffer
+_BUFFER_TYPES = (_Buffer, _buffers.Shadowed)
 
 
 def _ufunc_name(ufunc):
@@ -152,21 +161,29 @@ def _copy_flag(copy):
 
 
 def _asarray(a, dtype=None, *args, **kwargs):
-    if isinstance(a, Tracer) or (type(a) in (list, tuple) and _contains_tracer(a)):
+    if isinstance(a, Tracer) or type(a) in _STANDINS or (type(a) in (list, tuple)
+                                                          and _contains_tracer(a)):
+        _pandas.check_caller(a, 3)       # pandas' code is given a traced value
         return _coerce(_np_asarray_traced(a), kwargs.get("dtype", dtype),
                        _copy_flag(kwargs.get("copy")))
+    if type(a) is _Buffer:      # the buffer itself, for the user's code (rune.buffers)
+        return _buffers.asarray(a, dtype, args, kwargs)
     return _np_asarray(a, dtype, *args, **kwargs)
 
 
 def _asanyarray(a, dtype=None, *args, **kwargs):
-    if isinstance(a, Tracer) or (type(a) in (list, tuple) and _contains_tracer(a)):
+    if isinstance(a, Tracer) or type(a) in _STANDINS or (type(a) in (list, tuple)
+                                                          and _contains_tracer(a)):
+        _pandas.check_caller(a, 3)       # pandas' code is given a traced value
         return _coerce(_np_asarray_traced(a), kwargs.get("dtype", dtype),
                        _copy_flag(kwargs.get("copy")))
     return _np_asanyarray(a, dtype, *args, **kwargs)
 
 
 def _array(obj, dtype=None, *args, **kwargs):
-    if isinstance(obj, Tracer) or (type(obj) in (list, tuple) and _contains_tracer(obj)):
+    if isinstance(obj, Tracer) or type(obj) in _STANDINS or (type(obj) in (list, tuple)
+                                                              and _contains_tracer(obj)):
+        _pandas.check_caller(obj, 3)     # pandas' code is given a traced value
         x = _np_asarray_traced(obj)
         copy = kwargs.get("copy", True)
         x = _coerce(x, kwargs.get("dtype", dtype), True if copy is True else _copy_flag(copy))
@@ -174,10 +191,12 @@ def _array(obj, dtype=None, *args, **kwargs):
         if ndmin > x.ndim:
             x = np.reshape(x, (1,) * (ndmin - x.ndim) + tuple(x.shape))
         return x
-    return _np_array(obj, dtype, *args, **kwargs)
+    return _buffers.fresh(_np_array(obj, dtype, *args, **kwargs), 3)   # a buffer, made here
 
 
 def _ascontiguousarray(a, dtype=None, *args, **kwargs):
+    if type(a) in _STANDINS:
+        a = _STANDINS[type(a)](a)
     if isinstance(a, Tracer):      # a copy exactly when NumPy makes one (not C-contiguous)
         x = _coerce(a, kwargs.get("dtype", dtype), False)
         return views.copy_tracer(x, "C") if x is a and not views.is_c_contiguous(a) else x
@@ -185,6 +204,8 @@ def _ascontiguousarray(a, dtype=None, *args, **kwargs):
 
 
 def _asfortranarray(a, dtype=None, *args, **kwargs):
+    if type(a) in _STANDINS:
+        a = _STANDINS[type(a)](a)
     if isinstance(a, Tracer):      # a copy exactly when NumPy makes one (not F-contiguous)
         x = _coerce(a, kwargs.get("dtype", dtype), False)
         f_order = a.ndim < 2 or views.is_c_contiguous(np.transpose(a))
@@ -241,8 +262,8 @@ def _operator(prim, reflected):
             trace = self._trace
             if trace.active:
                 return trace.process_one(prim, (other, self) if reflected else (self, other), j)
-        elif t in (list, tuple):
-            other = _np_asarray_traced(other)
+        elif t in _OPERANDS:        # lists stacked, buffers replaced (rune.buffers)
+            other = _OPERANDS[t](other)
         elif _defers_to(t):
             return NotImplemented       # scipy.sparse's matrices: their reflected operator
         return bind(prim, other, self) if reflected else bind(prim, self, other)
@@ -384,6 +405,8 @@ def install():
     T.mT = property(lambda self: FUNCTIONS[np.swapaxes](self, -1, -2))
     views.install()
     flatiter.install()
+    _buffers.install()
+    _pandas.install(_buffers.Shadowed)
 
 
 def _astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):

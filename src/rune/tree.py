@@ -43,6 +43,7 @@ class _NodeType:
 
 _registry: dict[type, Any] = {}
 _LEAF = None
+_AS_LEAF = object()     # the aux of a node that stands for its one child (rune.buffers)
 
 
 def register(cls: type, flatten: Callable[[Any], tuple[Iterable[Any], Any]],
@@ -244,6 +245,8 @@ def _flatten(tree, leaves, is_leaf=None):
         leaves.append(tree)
         return _LEAF_DEF
     children, aux = node.flatten(tree)
+    if aux is _AS_LEAF:     # a buffer made inside a transformation: its value, a leaf
+        return leaves.append(children[0]) or _LEAF_DEF
     return TreeDef(type(tree), aux, tuple(_flatten(c, leaves, is_leaf) for c in children))
 
 

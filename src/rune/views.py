@@ -215,9 +215,13 @@ def _set(x, new):
         if isinstance(new, Tracer) and new._trace.level > x._trace.level:
             raise ValueError(
                 f"a value traced by an inner {new._trace.kind} was written into an array "
-                f"created outside it (by an enclosing {x._trace.kind}); the write would "
-                f"escape the inner transformation. Create the buffer inside (np.zeros_like(x) "
-                f"of an inner value) or return the value instead")
+                f"that only the enclosing {x._trace.kind} traces (made from values the "
+                f"{new._trace.kind} does not trace, such as np.zeros_like(c) or c.copy() of "
+                f"an input c that only the {x._trace.kind} maps, or made outside the "
+                f"{new._trace.kind}); the write would escape the {new._trace.kind}. Make the "
+                f"buffer with np.zeros(shape) inside the function (it accepts the values of "
+                f"every transformation active there), or np.zeros_like(v) of a value v "
+                f"the {new._trace.kind} traces, or return the value instead")
         x._val = new
         for name, value in x._extra.items():
             setattr(x, name, value)

@@ -18,8 +18,10 @@ def _traced_list(x):
     return type(x) in (list, tuple) and dispatch.contains_tracer(x)
 
 
-def accept_traced_lists(*np_funcs):
-    """Wrap ``np_funcs`` (already in ``FUNCTIONS``) while tracing, as described above."""
+def accept_traced_lists(*np_funcs, new=False):
+    """Wrap ``np_funcs`` (already in ``FUNCTIONS``) while tracing, as described above;
+    ``new``: they make new arrays (``np.linspace``), buffers when the user's code calls
+    them (rune.buffers)."""
     for np_func in np_funcs:
         def make(orig, np_func=np_func):
             @functools.wraps(orig)
@@ -30,6 +32,8 @@ def accept_traced_lists(*np_funcs):
                     kwargs = {k: dispatch.asarray_traced(v) if _traced_list(v) else v
                               for k, v in kwargs.items()}
                     return FUNCTIONS[np_func](*args, **kwargs)
+                if new:
+                    return dispatch.new_array(orig(*args, **kwargs), 3)
                 return orig(*args, **kwargs)
             return wrapper
         dispatch.wrap_while_active(np_func.__module__, np_func.__name__, make, only_there=True)

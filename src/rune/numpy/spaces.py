@@ -156,4 +156,4 @@ def _full_like_wrapper(orig):
 # NumPy does not dispatch these on the fill value: wrapped while a transformation is active
 dispatch.wrap_while_active("numpy._core.numeric", "full", _full_wrapper)
 dispatch.wrap_while_active("numpy._core.numeric", "full_like", _full_like_wrapper)
-accept_traced_lists(np.linspace, np.logspace, np.geomspace)
+accept_traced_lists(np.linspace, np.logspace, np.geomspace, new=True)

@@ -31,7 +31,7 @@ import numpy as np
 
 from .backends import any_duck, as_backend, is_duck_array, lazy_apply, zeros_in_backend_of
 from ..core import Primitive, Tracer, vjp_rule
-from ..dispatch import NeedsPerExample
+from ..dispatch import NeedsPerExample, OPERANDS
 from ._util import shape, ndim, to_front, broadcast_batch, batch_size
 
 # --------------------------------------------------------------------------
@@ -76,6 +76,10 @@ def split_index(idx, x_ndim, x_shape=None):
     template = []
     arrays = []
     for i in idx:
+        if type(i) is not np.ndarray and isinstance(i, np.ndarray):     # a buffer made in
+            convert = OPERANDS.get(type(i))     # the function: its traced value, or the
+            if convert is not None:             # plain array it is (rune.buffers)
+                i = convert(i)
         if isinstance(i, Tracer) or isinstance(i, (np.ndarray, list, tuple)):
             if isinstance(i, (list, tuple)):     # inside an index, NumPy reads a tuple as a list
                 i = np.asarray(i)

@@ -1,0 +1,102 @@
+"""pandas objects meeting traced values inside a transformed function: one clear error.
+
+A pandas ``Series`` or ``DataFrame`` cannot hold traced values (its blocks are plain
+NumPy arrays or pandas' own extension arrays), and its arithmetic aligns values by their
+index labels, which a traced NumPy array does not carry.  So rune does not guess: any
+meeting of a traced value (or a buffer holding one, :mod:`rune.buffers`) and a pandas
+object raises a :class:`PandasTracedError` naming the pandas type and the operation,
+and saying what to pass instead (``series.to_numpy()``, ``df.to_numpy()``), which gives
+a traced NumPy array with the derivative.  Without this, pandas' own code would recurse
+(``Series / tau``), misread the value (``tau * Series``) or refuse it with a message
+that names neither pandas nor rune (``DataFrame @ w``).
+
+The routes, installed once pandas is imported (nothing is imported for it):
+
+* pandas' arithmetic and comparison operators defer to traced values
+  (``__pandas_priority__``), so ``series * tau`` is ``tau.__rmul__(series)``;
+* rune's operators and ufuncs refuse pandas operands (``dispatch.OPERANDS``);
+* ``np.asarray`` & co. of a traced value called from pandas' code (``DataFrame.dot``,
+  ``pd.Series(tau)``) refuse it.
+
+>>> import numpy as np, rune
+>>> rune.grad(lambda tau: np.sum(np.array([1.0, 2.0]) * tau))(2.0)   # (no pandas here)
+3.0
+"""
+
+from __future__ import annotations
+
+import sys
+
+from . import dispatch
+from .core import Tracer, TracerConversionError
+from .intercept import after_import
+
+__all__ = ["PandasTracedError", "install", "check_caller"]
+
+_loaded = [False]       # pandas is imported (the checks cost nothing until then)
+
+
+class PandasTracedError(TracerConversionError):
+    """A traced value met a pandas object inside a transformed function."""
+
+
+def _error(obj, what=None):
+    kind = type(obj).__name__
+    name = "df" if kind == "DataFrame" else "series" if kind == "Series" else "obj"
+    how = f" in {what}" if what else ""
+    return PandasTracedError(
+        f"a pandas {kind} met a value rune is tracing{how}: pandas cannot hold traced "
+        f"values, and its index alignment would not be traced. Pass {name}.to_numpy() "
+        f"(or {name}.values) and use NumPy operations inside the transformed function: the "
+        f"result is then a traced NumPy array (build a {kind} from the numbers after the "
+        f"transformation)")
+
+
+def _refuse(obj):
+    raise _error(obj)
+
+
+def check_caller(x, depth):
+    """Raise if ``np.asarray(x)`` of the traced ``x`` was called from pandas' code (the
+    frame ``depth`` above this one): pandas is about to hold a traced value."""
+    if _loaded[0]:
+        name = sys._getframe(depth).f_globals.get("__name__") or ""
+        if name == "pandas" or name.startswith("pandas."):
+            raise PandasTracedError(
+                f"pandas' code ({name}) was given a value rune is tracing (shape "
+                f"{tuple(x.shape)}): pandas cannot hold traced values. Pass the pandas "
+                f"objects' numbers (series.to_numpy(), df.to_numpy()) and use NumPy "
+                f"operations inside the transformed function")
+
+
+def _subclasses(cls):
+    todo, seen = [cls], []
+    while todo:
+        c = todo.pop()
+        if c not in seen:
+            seen.append(c)
+            todo.extend(c.__subclasses__())
+    return seen
+
+
+def _on_import():
+    pd = sys.modules.get("pandas")
+    if pd is None or not hasattr(pd, "Series"):
+        return
+    roots = [pd.Series, pd.DataFrame, pd.Index]
+    ext = getattr(getattr(pd, "api", None), "extensions", None)
+    if ext is not None and hasattr(ext, "ExtensionArray"):
+        roots.append(ext.ExtensionArray)
+    for root in roots:
+        for cls in _subclasses(root):
+            dispatch.OPERANDS.setdefault(cls, _refuse)
+    _loaded[0] = True
+
+
+def install(*classes):
+    """pandas' operators defer to values of ``classes`` (rune's traced values and written
+    buffers), whose operators then refuse pandas objects; the refusals are registered once
+    pandas is imported."""
+    for cls in (Tracer,) + classes:
+        cls.__pandas_priority__ = 10000     # above DataFrame's 4000: pandas defers
+    after_import("pandas", _on_import)
