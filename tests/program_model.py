@@ -19,9 +19,8 @@ EPS = 1e-6          # check_grads' central-difference step in float64 (its defau
 # can switch it back on (tests/fuzz.py --all) to see whether it still fails.
 KNOWN = {
     # a traced value written into a plain buffer made inside the function (np.zeros(shape)
-    # then buf[...] = x, or out=buf): refused (OutRefusedError/TracerConversionError) until
-    # issue 25's buffers land
-    "write_into_plain_buffer": False,
+    # then buf[...] = x, or out=buf): supported since issue 25's buffers (rune.buffers)
+    "write_into_plain_buffer": True,
     # x[..., None], x[()] and x[...] = v on a 0-d traced value: 0-d tracers are not
     # subscriptable (core.ArrayMixin gives sequence behaviour to rank >= 1 only).
     "index_0d": False,

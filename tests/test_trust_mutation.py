@@ -129,3 +129,19 @@ def test_ascontiguousarray_of_a_contiguous_view_writes_through_as_in_numpy():
     want = 2 * Y
     want[1, 0] = 0.0
     np.testing.assert_allclose(rune.grad(f)(Y), want)
+
+
+def test_a_lower_levels_view_kept_by_the_tape_does_not_follow_later_writes():
+    """Under vmap(grad), a view of a vmap-level array used by a grad operation is kept by
+    the tape as it was; a later write into its base (which refreshes the view in place)
+    must not change the derivative (found by the buffers' tests)."""
+    def f(theta, c):
+        s = np.zeros_like(c) + c
+        v = s[0:1]
+        y = v * theta
+        s[0] = 100.0
+        return np.sum(y)
+
+    c = np.array([[1.0, 2.0], [3.0, 4.0]])
+    got = rune.vmap(rune.grad(f), in_axes=(None, 0))(2.0, c)
+    np.testing.assert_array_equal(got, [1.0, 3.0])

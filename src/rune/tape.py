@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .api_util import as_array, is_diff_leaf, is_floating_value
+from .api_util import as_array, is_diff_leaf, is_floating_value, private_copies
 from .calls import leaked
 from .core import NO_PARAMS, Trace, Tracer, _stack, bind, rank, tracer_class_pair
 from .kept import Kept, ReadAnew
@@ -174,6 +174,8 @@ class ReverseTrace(Trace):
                 for i in plain:
                     if type(vals[i]) is _ndarray:
                         vals[i] = self.kept.keep(vals[i], f"np.{prim.name}")
+            if not self.bottom and not plan.nothing:    # a lower level's value that a write
+                vals = _frozen(vals)                    # may still reach (a view): as it is
             if prim.multiple_results:
                 kept = out if plan.out else tuple(Dropped(o, prim.name, f"its output {k}")
                                                   for k, o in enumerate(out))
@@ -271,6 +273,16 @@ class ReverseTrace(Trace):
 # --------------------------------------------------------------------------
 # Call-like constructs on the tape (checkpoint, custom_vjp, custom_jvp)
 # --------------------------------------------------------------------------
+
+def _frozen(vals):
+    """``vals`` with each traced value of a lower level that views follow (it has view
+    bookkeeping: a later write into its base would refresh it in place) replaced by a
+    private copy of it as it is now (found by the buffers' tests under vmap(grad))."""
+    if not any(isinstance(v, Tracer) and getattr(v, "_vs", None) is not None for v in vals):
+        return vals
+    return [private_copies([v])[0] if isinstance(v, Tracer) and getattr(v, "_vs", None)
+            is not None else v for v in vals]
+
 
 class NodeRule:
     """The VJP rule of the one tape node that stands for a whole call.

@@ -497,14 +497,6 @@ def _reshape_view(a, out, shape, ravel, copy, what):
     return _link(out, a, "reshape", None, (shape,), refuse=refuse)
 
 
-def _new_c_array(func):
-    """``func``'s result is a new C-ordered array (NumPy's), whatever rune's computation of
-    it lays out (``np.tile``: a broadcast, a reshape): its reshapes are views of it."""
-    inner = FUNCTIONS[func]
-    FUNCTIONS[func] = lambda *a, **k: copy_tracer(out, "C") if isinstance(
-        out := inner(*a, **k), Tracer) else out
-
-
 def _copy_with_layout(func, order_arg):
     raw = FUNCTIONS[func]
     _RAW[func] = raw
@@ -633,8 +625,6 @@ def install():
         _RAW[f] = FUNCTIONS[f]
         new.__wrapped__ = FUNCTIONS[f]
         FUNCTIONS[f] = new
-    for f in (np.tile, np.take, np.delete, np.vander):
-        _new_c_array(f)
     _copy_with_layout(np.copy, 0)
     for f in (np.zeros_like, np.ones_like, np.empty_like):
         _copy_with_layout(f, 1)
