@@ -69,6 +69,12 @@ def check_program(p, data=None, in_axes=None):
             np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-10)
         step = "check_grads (order 2)"
         rune.check_grads(f, *inputs, order=2, rtol=rtol, atol=atol)
+        step = "jacfwd against jacrev"
+        with np.errstate(all="ignore"):
+            jf = rune.jacfwd(f, argnums=tuple(range(len(inputs))))(*inputs)
+            jr = rune.jacrev(f, argnums=tuple(range(len(inputs))))(*inputs)
+        for a, b in zip(jf, jr):
+            np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-9 * BOUND)
         step = "vmap against a loop"
         rng = np.random.default_rng(1)
         batch = [np.stack([x + 0.01 * k * rng.standard_normal(x.shape) for k in range(3)])
