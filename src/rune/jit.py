@@ -438,26 +438,18 @@ class _Jitted:
                 quick.append(a.shape)
                 quick.append(a.dtype)
             else:
-                progs = self.programs.get(tuple(quick))
-                if progs:
-                    for prog in reversed(progs):
-                        try:
-                            return prog.run(*args)
-                        except _Miss:
-                            continue
+                out = _replay(self.programs.get(tuple(quick)), args)
+                if out is not _MISSED:
+                    return out
         statics, dyn = self.split(args, kwargs)
         leaves, treedef = tree_util.flatten(dyn)
         sig = _signature(leaves, treedef, statics)
         if sig in self.eager:
             return self.fun(*args, **kwargs)
         inputs = [x for x in leaves if _is_traced_leaf(x)]
-        progs = self.programs.get(sig)
-        if progs:
-            for prog in reversed(progs):
-                try:
-                    return prog.run(*inputs)
-                except _Miss:
-                    continue
+        out = _replay(self.programs.get(sig), inputs)
+        if out is not _MISSED:
+            return out
         quick = not kwargs and not self.static_argnums and all(
             type(a) is _ndarray and a.dtype.kind in "biufc" for a in args)
         return self.record(sig, args, statics, leaves, treedef, quick)[0]
@@ -524,6 +516,20 @@ class _Jitted:
         sig = _signature(leaves, treedef, statics)
         prog = self.record(sig, args, statics, leaves, treedef)[1]
         return prog.listing if prog is not None else "(runs eagerly: see the warning)\n"
+
+
+_MISSED = object()
+
+
+def _replay(progs, inputs):
+    """The first of ``progs`` (most recent first) whose guards hold on ``inputs``: its
+    result; ``_MISSED`` when none does (or there are none)."""
+    for prog in reversed(progs or ()):
+        try:
+            return prog.run(*inputs)
+        except _Miss:
+            continue
+    return _MISSED
 
 
 def _name(f):

@@ -190,13 +190,8 @@ def _minimize(call):
     method = _method(call)
     if _has_constraints(call["constraints"]) and method in _CONSTRAINED:
         return _constrained(call, fun, args)
-    seen = ift.Seen()
     pair = call["jac"] is True
-    call.set("fun", plain_fn(fun, name, seen, args))
-    call.set("args", ())
-    for option in ("jac", "hess", "hessp"):
-        if callable(call[option]):
-            call.set(option, plain_fn(call[option], name, seen, args))
+    _, _, seen = _stripped(call, name, "fun", ("jac", "hess", "hessp"))
     call.set("x0", plain(call["x0"], name))
     n = np.size(call["x0"])
     box, plain_bounds = _pairs_box(call["bounds"], n, name)
@@ -261,10 +256,7 @@ def _constrained(call, fun, args):
 
 def _minimize_scalar(call):
     name = "minimize_scalar"
-    fun, args = call["fun"], _args(call["args"])
-    seen = ift.Seen()
-    call.set("fun", plain_fn(fun, name, seen, args))
-    call.set("args", ())
+    fun, args, seen = _stripped(call, name, "fun")
     call.set("bracket", plain(call["bracket"], name))
     bounds = call["bounds"]
     box = None
@@ -301,15 +293,24 @@ def _root_solution(x_star, fun, args, shape, pair, name, m=None, kwargs=None):
     return np.reshape(z, shape), r
 
 
+def _stripped(call, name, fun_key, callbacks=()):
+    """The user's function ``call[fun_key]`` and its callable options (``jac``, ``hess``,
+    ...) replaced, for SciPy, by versions on plain numbers with ``args`` bound; returns
+    ``(fun, args, seen)``: the original function, its ``args``, what the calls saw."""
+    fun, args = call[fun_key], _args(call["args"])
+    seen = ift.Seen()
+    call.set(fun_key, plain_fn(fun, name, seen, args))
+    call.set("args", ())
+    for k in callbacks:
+        if callable(call[k]):
+            call.set(k, plain_fn(call[k], name, seen, args))
+    return fun, args, seen
+
+
 def _root(call):
     name = "root"
-    fun, args = call["fun"], _args(call["args"])
-    seen = ift.Seen()
     pair = call["jac"] is True
-    call.set("fun", plain_fn(fun, name, seen, args))
-    call.set("args", ())
-    if callable(call["jac"]):
-        call.set("jac", plain_fn(call["jac"], name, seen, args))
+    fun, args, seen = _stripped(call, name, "fun", ("jac",))
     call.set("x0", plain(call["x0"], name))
     res = call.run()
     if not _differentiate(seen):
@@ -328,12 +329,7 @@ def _root(call):
 
 def _fsolve(call):
     name = "fsolve"
-    func, args = call["func"], _args(call["args"])
-    seen = ift.Seen()
-    call.set("func", plain_fn(func, name, seen, args))
-    call.set("args", ())
-    if callable(call["fprime"]):
-        call.set("fprime", plain_fn(call["fprime"], name, seen, args))
+    func, args, seen = _stripped(call, name, "func", ("fprime",))
     call.set("x0", plain(call["x0"], name))
     out = call.run()
     if not _differentiate(seen):
@@ -361,10 +357,7 @@ def _scalar_root(x_star, f, args, pair, name):
 
 def _bracketing(name, *fields):
     def run(call):
-        f, args = call["f"], _args(call["args"])
-        seen = ift.Seen()
-        call.set("f", plain_fn(f, name, seen, args))
-        call.set("args", ())
+        f, args, seen = _stripped(call, name, "f")
         for k in fields:
             call.set(k, plain(call[k], name))
         full = bool(call["full_output"])
@@ -385,14 +378,8 @@ def _bracketing(name, *fields):
 
 def _root_scalar(call):
     name = "root_scalar"
-    f, args = call["f"], _args(call["args"])
-    seen = ift.Seen()
     pair = call["fprime"] is True or call["fprime2"] is True
-    call.set("f", plain_fn(f, name, seen, args))
-    call.set("args", ())
-    for k in ("fprime", "fprime2"):
-        if callable(call[k]):
-            call.set(k, plain_fn(call[k], name, seen, args))
+    f, args, seen = _stripped(call, name, "f", ("fprime", "fprime2"))
     for k in ("bracket", "x0", "x1"):
         call.set(k, plain(call[k], name))
     res = call.run()
@@ -407,13 +394,7 @@ def _root_scalar(call):
 
 def _newton(call):
     name = "newton"
-    func, args = call["func"], _args(call["args"])
-    seen = ift.Seen()
-    call.set("func", plain_fn(func, name, seen, args))
-    call.set("args", ())
-    for k in ("fprime", "fprime2"):
-        if callable(call[k]):
-            call.set(k, plain_fn(call[k], name, seen, args))
+    func, args, seen = _stripped(call, name, "func", ("fprime", "fprime2"))
     for k in ("x0", "x1"):
         call.set(k, plain(call[k], name))
     full = bool(call["full_output"])

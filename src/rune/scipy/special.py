@@ -26,8 +26,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.special as sc
 
+from . import gated
 from ..core import Tracer, bind, stop_leaf, _peek
-from ..dispatch import _iter_tracers
 from ..primitives import special as _prims
 from ..primitives.special import polygamma_p, zeta_derivative_p
 from ..primitives import special_more, special_bessel, special_poly  # noqa: F401  (rules)
@@ -35,10 +35,6 @@ from ..primitives import special_more, special_bessel, special_poly  # noqa: F40
 __all__ = ["logsumexp", "softmax", "log_softmax", "polygamma", "multigammaln", "zeta",
            "spherical_jn", "spherical_yn", "spherical_in", "spherical_kn", "REPLACEMENTS",
            "supported"]
-
-
-def _traced(args, kwargs):
-    return any(True for _ in _iter_tracers((args, kwargs)))
 
 
 from ..primitives._util import normalize_axis  # noqa: E402
@@ -210,13 +206,7 @@ spherical_jn, spherical_yn, spherical_in, spherical_kn = (
     _spherical(k) for k in ("jn", "yn", "in", "kn"))
 
 
-def _gate(fn):
-    """SciPy's own function unless a traced value is among the arguments."""
-    def call(orig, *args, **kwargs):
-        if _traced(args, kwargs):
-            return fn(*args, **kwargs)
-        return orig(*args, **kwargs)
-    return call
+_gate = gated      # (rune.scipy.gated: rune's function on traced arguments)
 
 
 REPLACEMENTS = {name: _gate(globals()[name]) for name in

@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.special as sc
 
+from . import gated
 from ..core import Tracer, stop_leaf
 from ..dispatch import _iter_tracers
 from ..primitives._util import ndim as _ndim, shape as _shape
@@ -252,12 +253,7 @@ def spearmanr(a, b=None, axis=0, nan_policy="propagate", alternative="two-sided"
                            nan_policy, alternative)
 
 
-def _gate(fn):
-    def call(orig, *args, **kwargs):
-        if _traced(args, kwargs):
-            return fn(*args, **kwargs)
-        return orig(*args, **kwargs)
-    return call
+_gate = gated      # (rune.scipy.gated: rune's function on traced arguments)
 
 
 def _spearman_call(orig, *args, **kwargs):
