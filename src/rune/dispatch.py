@@ -127,3 +127,14 @@ def public_name(obj):
             parts.append(p)
         return ".".join(parts + [name])
     return None
+
+
+def gated(fn):
+    """A SciPy surface's ``REPLACEMENTS`` entry (``call(orig, *args, **kwargs)``): rune's
+    ``fn`` when a traced value is among the arguments, SciPy's ``orig`` otherwise."""
+    def call(orig, *args, **kwargs):
+        for _ in _iter_tracers((args, kwargs)):
+            return fn(*args, **kwargs)
+        return orig(*args, **kwargs)
+    return call
+

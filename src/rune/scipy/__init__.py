@@ -68,15 +68,3 @@ for _name in ("zscore", "zmap", "skew", "kurtosis", "pearsonr", "spearmanr"):
     _wrap("scipy.stats._stats_py", _name, _lazy("stats_more", _name))
     _wrap("scipy.stats", _name, _lazy("stats_more", _name))
 
-
-def gated(fn):
-    """A ``REPLACEMENTS`` entry (``call(orig, *args, **kwargs)``): rune's ``fn`` when a
-    traced value is among the arguments, SciPy's ``orig`` otherwise."""
-    from ..dispatch import _iter_tracers
-
-    def call(orig, *args, **kwargs):
-        for _ in _iter_tracers((args, kwargs)):
-            return fn(*args, **kwargs)
-        return orig(*args, **kwargs)
-    return call
-

@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.special as sc
 
-from . import gated
+from ..dispatch import gated
 from ..core import Tracer, bind, stop_leaf, _peek
 from ..primitives import special as _prims
 from ..primitives.special import polygamma_p, zeta_derivative_p
@@ -206,7 +206,7 @@ spherical_jn, spherical_yn, spherical_in, spherical_kn = (
     _spherical(k) for k in ("jn", "yn", "in", "kn"))
 
 
-_gate = gated      # (rune.scipy.gated: rune's function on traced arguments)
+_gate = gated      # (rune.dispatch.gated: rune's function on traced arguments)
 
 
 REPLACEMENTS = {name: _gate(globals()[name]) for name in

@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.special as sc
 
-from . import gated
+from ..dispatch import gated
 from ..core import Tracer, stop_leaf
 from ..dispatch import _iter_tracers
 from ..primitives._util import ndim as _ndim, shape as _shape
@@ -253,7 +253,7 @@ def spearmanr(a, b=None, axis=0, nan_policy="propagate", alternative="two-sided"
                            nan_policy, alternative)
 
 
-_gate = gated      # (rune.scipy.gated: rune's function on traced arguments)
+_gate = gated      # (rune.dispatch.gated: rune's function on traced arguments)
 
 
 def _spearman_call(orig, *args, **kwargs):
