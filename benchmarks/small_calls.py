@@ -240,8 +240,7 @@ def cross_check(m):
 def cell(m, case, col):
     t = m["timings"].get((case, col))
     if t is None:
-        grp = next((g for g in GROUPS if col.startswith(g) or (g == "numpy" and col == g)),
-                   None)
+        grp = next((g for g in GROUPS if col.startswith(g)), None)
         return m["cell_notes"].get((case, col)) or m["skipped"].get(grp, "")
     s = CASE_INFO[case][2]
     return f"{fmt(t.min * s)} / {fmt(t.median * s)}"
@@ -339,7 +338,8 @@ def report(m, args, started, seconds, load_before, icount, icount_lines):
         L += ["", "## Instructions (callgrind, `benchmarks/icount.py`)", "", "```"]
         L += icount_lines + ["```"]
     L += ["", "## Machine and settings", ""]
-    L += harness.machine_lines(m["versions"])
+    L += [ln for ln in harness.machine_lines(m["versions"])   # the parent's environment:
+          if not ln.startswith("- BLAS environment")]          # the workers' is below
     env = worker_env(args.threads)
     L += [f"- Load average (1, 5, 15 min) at the start: {load_before}",
           "- Workers' thread settings: " + (", ".join(

@@ -82,7 +82,7 @@ def minimize(fun_and_grad, x0):
 
 def build_numpy(peers):
     d = data()
-    D, L, R = d["w3"], d["lbfgs"], d["rk4"]
+    D, R = d["w3"], d["rk4"]
     x, c = d["tiny"], d["chain"]
     return {
         "tiny": {"numpy": lambda: tiny(x)},
