@@ -273,7 +273,7 @@ def targets(m, icount):
         ("chain", "numpy"), 2)
     add("W3 jit(vmap(grad)) ≤ 0.5x torch.func", ("w3", "rune-jit"), ("w3", "torch.func"), 0.5)
     if "tiny" in icount and "autograd tiny" in icount:
-        for key, name in (("tiny", "tiny call"), ("tiny-jit", "tiny call under jit")):
+        for key, name in (("tiny", "tiny call"), ("tiny-jit", "(reported) tiny call, jit")):
             if key in icount:
                 r = icount[key] / icount["autograd tiny"]
                 rows.append((f"{name} ≤ 0.5x autograd's instructions", f"{r:.2f}x "
@@ -337,12 +337,12 @@ def report(m, args, started, seconds, load_before, icount, icount_lines):
     if icount_lines:
         L += ["", "## Instructions (callgrind, `benchmarks/icount.py`)", "", "```"]
         L += icount_lines + ["```"]
-    L += ["", "## Machine and settings", ""]
+    L += ["", "## Machine and settings", "",
+          f"- Load average (1, 5, 15 min) at the start: {load_before}"]
     L += [ln for ln in harness.machine_lines(m["versions"])   # the parent's environment:
           if not ln.startswith("- BLAS environment")]          # the workers' is below
     env = worker_env(args.threads)
-    L += [f"- Load average (1, 5, 15 min) at the start: {load_before}",
-          "- Workers' thread settings: " + (", ".join(
+    L += ["- Workers' thread settings: " + (", ".join(
               f"`{k}={env[k]}`" for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS",
                                           "MKL_NUM_THREADS", "XLA_FLAGS") if k in env)
               or "each runtime's own") + (f"; `torch.set_num_threads({args.threads})`"
