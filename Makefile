@@ -63,6 +63,7 @@ bench: $(BIN)/python
 	-$(BIN)/python -m pip install --quiet torch==2.13.0
 	-$(BIN)/python -m pip install --quiet jax jaxlib
 	$(BIN)/python benchmarks/run.py $(BENCH_ARGS)
+	$(BIN)/python benchmarks/small_calls.py --icount
 	OPENBLAS_NUM_THREADS=1 $(BIN)/python benchmarks/programs.py
 	OPENBLAS_NUM_THREADS=1 $(BIN)/python benchmarks/memory_floor.py
 
