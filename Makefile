@@ -66,6 +66,7 @@ bench: $(BIN)/python
 	$(BIN)/python benchmarks/small_calls.py --icount
 	OPENBLAS_NUM_THREADS=1 $(BIN)/python benchmarks/programs.py
 	OPENBLAS_NUM_THREADS=1 $(BIN)/python benchmarks/memory_floor.py
+	OPENBLAS_NUM_THREADS=1 $(BIN)/python benchmarks/minimize_unrolled.py
 
 clean:
 	rm -rf $(VENV) $(OLDEST) build dist src/*.egg-info
