@@ -32,8 +32,14 @@ from . import ndimage as _rndi
 from .linalg import traced_or_original
 from .signal import _centered, _check_mode, _swap_needed, convolve
 
+SCIPY_MODULE = "scipy.signal"   # the names of docs/supported.md
 __all__ = ["lfilter", "lfilter_zi", "sosfilt", "sosfilt_zi", "savgol_filter", "convolve2d",
            "correlate2d", "stft", "istft"]
+SUPPORTED = [(f"scipy.signal.{n}", "") for n in __all__[:7]] + [
+    ("scipy.signal.filtfilt", "SciPy's own code, on rune's lfilter and lfilter_zi"),
+    ("scipy.signal.sosfiltfilt", "SciPy's own code, on rune's sosfilt and sosfilt_zi"),
+    ("scipy.signal.stft", "refused on traced values (NotImplementedError)"),
+    ("scipy.signal.istft", "refused on traced values (NotImplementedError)")]
 
 
 def _arr(x):

@@ -28,6 +28,7 @@ from ..core import Tracer
 from ..dispatch import wrap_while_active
 from .linalg import traced_or_original
 
+SCIPY_MODULE = "scipy.spatial.distance"   # the names of docs/supported.md
 __all__ = ["cdist", "pdist", "squareform", "euclidean", "sqeuclidean", "cityblock",
            "chebyshev", "minkowski", "cosine", "correlation", "seuclidean", "mahalanobis"]
 
