@@ -9,8 +9,10 @@ transpose: the filter run backwards over the reversed cotangent; w.r.t. ``b_k``:
 filter ``[1], a`` of ``x`` delayed by ``k``; w.r.t. ``a_k``: minus that of ``y``).
 ``savgol_filter`` is linear in ``x``: SciPy's coefficients on the plain numbers, applied by
 :func:`rune.scipy.ndimage.convolve1d`, and for ``mode='interp'`` the edge polynomial fits as
-two small matrices.  Registered like :mod:`rune.scipy.signal` (imported at its end): rune's
-version runs only when an argument is traced.
+two small matrices.  Registered like :mod:`rune.scipy.signal` (imported at its end; this
+module calls rune's convolution through ``scipy.signal.convolve``, which a transformation
+routes there, so that the two modules do not import each other): rune's version runs only
+when an argument is traced.
 
 >>> import numpy as np, scipy.signal, rune
 >>> x = np.linspace(0.0, 1.0, 4)
@@ -30,7 +32,6 @@ from ..dispatch import wrap_while_active
 from ..primitives.scipy_signal import lfilter_p
 from . import ndimage as _rndi
 from .linalg import traced_or_original
-from .signal import _centered, _check_mode, _swap_needed, convolve
 
 SCIPY_MODULE = "scipy.signal"   # the names of docs/supported.md
 __all__ = ["lfilter", "lfilter_zi", "sosfilt", "sosfilt_zi", "savgol_filter", "convolve2d",
@@ -236,8 +237,25 @@ _PAD = {"fill": "constant", "pad": "constant", "wrap": "wrap", "circular": "wrap
         "symm": "symmetric", "symmetric": "symmetric"}
 
 
+def _centered(x, shape):
+    idx = tuple(slice((n - m) // 2, (n - m) // 2 + m) for n, m in zip(x.shape, shape))
+    return x[idx]
+
+
+def _swap_needed(name, s1, s2):
+    """SciPy's 'valid' rule: one input at least as large as the other in every dimension;
+    True when that is ``in2``."""
+    ok1 = all(a >= b for a, b in zip(s1, s2))
+    if not (ok1 or all(b >= a for a, b in zip(s1, s2))):
+        raise ValueError(f"scipy.signal.{name}: for 'valid' mode, one must be at least as "
+                         f"large as the other in every dimension")
+    return not ok1
+
+
 def _two_d(name, in1, in2, mode, boundary, fillvalue):
-    _check_mode(name, mode)
+    if mode not in ("full", "same", "valid"):
+        raise ValueError(f"scipy.signal.{name}: acceptable mode flags are 'valid', 'same', "
+                         f"or 'full' (got {mode!r})")
     if boundary not in _PAD:
         raise ValueError(f"scipy.signal.{name}: acceptable boundary flags are 'fill', "
                          f"'circular' (or 'wrap'), and 'symmetric' (or 'symm') "
@@ -258,12 +276,12 @@ def _conv2d(name, a, b, mode, boundary, fillvalue):
     plain = _PAD[boundary] == "constant" and fillvalue == 0
     if mode == "valid" or plain:
         if mode == "valid":
-            _swap_needed(name, mode, tuple(a.shape), tuple(b.shape), (0, 1))
-        return convolve(a, b, mode=mode)
+            _swap_needed(name, tuple(a.shape), tuple(b.shape))
+        return _sig.convolve(a, b, mode=mode)     # rune's, as an argument is traced
     pad = [(m - 1, m - 1) for m in b.shape]
     kw = {"constant_values": fillvalue.astype(a.dtype)} if _PAD[boundary] == "constant" \
         else {}
-    full = convolve(np.pad(a, pad, mode=_PAD[boundary], **kw), b, mode="valid")
+    full = _sig.convolve(np.pad(a, pad, mode=_PAD[boundary], **kw), b, mode="valid")
     return full if mode == "full" else _centered(full, tuple(a.shape))
 
 
@@ -288,8 +306,7 @@ def correlate2d(in1, in2, mode="full", boundary="fill", fillvalue=0):
     array([[1., 2.]])
     """
     a, b, fill = _two_d("correlate2d", in1, in2, mode, boundary, fillvalue)
-    swapped = mode == "valid" and _swap_needed("correlate2d", mode, tuple(a.shape),
-                                               tuple(b.shape), (0, 1))
+    swapped = mode == "valid" and _swap_needed("correlate2d", tuple(a.shape), tuple(b.shape))
     if swapped:        # SciPy: correlate2d(small, big) is correlate2d(big, small) reversed
         out = correlate2d(b, a, mode, boundary, fillvalue)
         out = np.flip(out, axis=(0, 1))
