@@ -207,3 +207,16 @@ def test_docstring_examples_run():
     import rune.scipy.signal_filters
     result = doctest.testmod(rune.scipy.signal_filters)
     assert result.failed == 0 and result.attempted > 0
+
+
+def test_lfilter_jacfwd_jacrev_and_jit():
+    b, a = np.array([1.0, 0.5]), np.array([1.0, -0.2])
+    def h(a):
+        return lfilter(b, a, X)
+    np.testing.assert_allclose(rune.jacfwd(rune.jacrev(h))(a), rune.jacrev(rune.jacfwd(h))(a),
+                               rtol=1e-12, atol=1e-13)
+    def f(a, x):
+        return np.sum(lfilter(b, a, x) ** 2)
+    g = rune.jit(rune.grad(f))
+    for scale in (1.0, 1.1):      # the second call replays the recorded program
+        np.testing.assert_allclose(g(a * scale, X), rune.grad(f)(a * scale, X), rtol=1e-13)
