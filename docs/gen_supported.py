@@ -56,7 +56,7 @@ PER_EXAMPLE = {"np.nonzero", "np.flatnonzero", "np.argwhere", "np.compress", "np
 # PYTHON_IMPL against finite differences and keeps the classification complete.
 PYTHON_IMPL = {  # NumPy's own Python code runs on traced values, derivatives checked
     "np.append", "np.apply_over_axes", "np.gradient", "np.i0", "np.poly", "np.polyadd",
-    "np.polyder", "np.polyint", "np.polysub", "np.polyfit", "np.real_if_close", "np.resize",
+    "np.polyder", "np.polyint", "np.polysub", "np.real_if_close", "np.resize",
     "np.rollaxis", "np.sort_complex", "np.trim_zeros", "np.unstack", "np.unwrap",
     "np.asarray_chkfinite", "np.piecewise", "np.linalg.cross", "np.linalg.diagonal",
     "np.linalg.matrix_transpose", "np.linalg.trace", "np.linalg.tensorinv", "np.fft.fftshift",

@@ -1,5 +1,5 @@
-"""Numerical compositions: ``cov``, ``corrcoef``, ``polyval``, ``trapezoid``, ``interp``,
-and ``numpy.polynomial``'s evaluators.
+"""Numerical compositions: ``cov``, ``corrcoef``, ``polyval``, ``polyfit``, ``trapezoid``,
+``interp``, and ``numpy.polynomial``'s evaluators.
 
 None of these is a primitive: each is written with supported operations
 (sums, products, slicing, gathers, ``np.where``), so every derivative of any
@@ -163,6 +163,67 @@ def polyval(p, x):
     for k in range(shape(p)[0]):
         y = y * x + p[k]
     return y
+
+
+@implements(np.polyfit)
+def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
+    """``np.polyfit``, NumPy's weighted least squares step by step (the Vandermonde rows
+    scaled by ``w``, the columns by their norms, ``np.linalg.lstsq``), without its in-place
+    writes, so ``x``, ``y`` and ``w`` may all be traced.  Every output that is a number of
+    the fit (coefficients, residuals, singular values, covariance) is differentiable; the
+    rank is an integer.
+
+    >>> import numpy as np, rune
+    >>> x = np.array([0.0, 1.0, 2.0])
+    >>> np.round(rune.grad(lambda w: np.polyfit(x, [0.0, 1.0, 3.0], 1, w=w)[0])(np.ones(3)), 6)
+    array([-0.166667,  0.      ,  0.166667])
+    """
+    order = int(deg) + 1
+    x, y = _arr(x) + 0.0, _arr(y) + 0.0
+    if deg < 0:
+        raise ValueError("expected deg >= 0")
+    if ndim(x) != 1:
+        raise TypeError("expected 1D vector for x")
+    if x.size == 0:
+        raise TypeError("expected non-empty vector for x")
+    if ndim(y) < 1 or ndim(y) > 2:
+        raise TypeError("expected 1D or 2D array for y")
+    if shape(x)[0] != shape(y)[0]:
+        raise TypeError("expected x and y to have same length")
+    if rcond is None:
+        rcond = shape(x)[0] * np.finfo(x.dtype).eps
+    lhs = np.vander(x, order)
+    rhs = y
+    if w is not None:
+        w = _arr(w) + 0.0
+        if ndim(w) != 1:
+            raise TypeError("expected a 1-d array for weights")
+        if shape(w)[0] != shape(y)[0]:
+            raise TypeError("expected w and y to have the same length")
+        lhs = lhs * w[:, None]
+        rhs = rhs * (w[:, None] if ndim(rhs) == 2 else w)
+    scale = np.sqrt(np.sum(lhs * lhs, axis=0))
+    lhs = lhs / scale
+    c, resids, rank, s = np.linalg.lstsq(lhs, rhs, rcond)
+    c = (c.T / scale).T
+    if rank != order and not full:
+        warnings.warn("Polyfit may be poorly conditioned", np.exceptions.RankWarning,
+                      stacklevel=2)
+    if full:
+        return c, resids, rank, s, rcond
+    if not cov:
+        return c
+    vbase = np.linalg.inv(lhs.T @ lhs) / np.outer(scale, scale)
+    if cov == "unscaled":
+        fac = 1
+    else:
+        if shape(x)[0] <= order:
+            raise ValueError("the number of data points must exceed order to scale the "
+                             "covariance matrix")
+        fac = resids / (shape(x)[0] - order)
+    if ndim(y) == 1:
+        return c, vbase * fac
+    return c, vbase[:, :, None] * fac
 
 
 @implements(np.trapezoid)

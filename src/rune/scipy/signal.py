@@ -154,3 +154,7 @@ def oaconvolve(in1, in2, mode="full", axes=None):
 
 for _name in __all__:
     wrap_while_active("scipy.signal", _name, traced_or_original(globals()[_name]))
+
+# lfilter, savgol_filter & co. register here too: while this module's after-import hook runs,
+# so that their entries for SciPy's private modules are installed with it
+from . import signal_filters  # noqa: E402,F401
