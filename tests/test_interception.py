@@ -465,3 +465,23 @@ def test_interrupted_first_installation_completes_in_a_fresh_process():
         print("ok")
     """)
     assert "ok" in out
+
+
+def test_an_entry_registered_by_a_hook_for_an_earlier_module_is_installed():
+    """A SciPy surface's import hook may register functions of a module that sorts before
+    the one being handled; the first transformation's pass must still install them (found
+    when scipy.signal's filters registered scipy.signal._savitzky_golay)."""
+    code = textwrap.dedent("""
+        import sys, types, numpy as np, rune
+        from rune import intercept
+        a = types.ModuleType("zz_rune_probe_a"); sys.modules[a.__name__] = a
+        b = types.ModuleType("aa_rune_probe_b"); sys.modules[b.__name__] = b
+        exec("def f(x):\\n    return 'plain'", b.__dict__)
+        def hook():     # runs while module zz... is handled: registers for aa... (sorted first)
+            intercept.register("aa_rune_probe_b", "f", lambda orig: (lambda x: 'rune'))
+        intercept.after_import("zz_rune_probe_a", hook)
+        print(rune.grad(lambda x: x * (1.0 if b.f(x) == 'rune' else 2.0))(1.0))
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "1.0"

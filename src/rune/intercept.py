@@ -114,8 +114,12 @@ def ensure_installed():
                 if not _started[0]:
                     if _Finder.instance not in sys.meta_path:
                         sys.meta_path.insert(0, _Finder.instance)
-                    for module in sorted(_watched):
-                        _install_module(module)
+                    while True:     # until a pass adds nothing: a hook may register
+                        before = (len(_done), len(_watched), len(_ENTRIES))   # entries for
+                        for module in sorted(_watched):     # a module the pass has passed
+                            _install_module(module)
+                        if (len(_done), len(_watched), len(_ENTRIES)) == before:
+                            break
                     _started[0] = True
                 for module in list(_deferred):
                     _deferred.discard(module)
