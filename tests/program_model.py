@@ -21,6 +21,10 @@ KNOWN = {
     # a traced value written into a plain buffer made inside the function (np.zeros(shape)
     # then buf[...] = x, or out=buf): supported since issue 25's buffers (rune.buffers)
     "write_into_plain_buffer": True,
+    # ... but a plain result of NumPy arithmetic on such arrays (c ** 3) is NumPy's own new
+    # array, not a buffer: a traced write into it is refused (docs/sharp-bits.md: write into
+    # np.array(result) instead)
+    "write_into_plain_result": False,
     # x[..., None], x[()] and x[...] = v on a 0-d traced value: 0-d tracers are not
     # subscriptable (core.ArrayMixin gives sequence behaviour to rank >= 1 only).
     "index_0d": False,
@@ -118,7 +122,7 @@ class Program:
             self.no_write.add(name)
         if set(re.findall(r"\b[vxc]\d+\b", expr)) <= self.plain:     # from no input
             self.plain.add(name)
-            if not KNOWN["write_into_plain_buffer"]:
+            if not KNOWN["write_into_plain_result"]:
                 self.no_write.add(name)
         if not KNOWN["write_checkpoint_output"] and expr.startswith("rune.checkpoint"):
             self.no_write.add(name)

@@ -550,3 +550,19 @@ def test_refused_layout_changes_and_dtype_views():
 def test_doctests_of_the_module():
     result = doctest.testmod(buffers)
     assert result.failed == 0 and result.attempted > 0
+
+
+def test_a_written_buffer_passed_to_a_traced_values_method():
+    """x.dot(buf): the method form reads the buffer's traced value, as np.dot(x, buf) does
+    (the random-program tester found the method leaking a traced value and a wrong
+    tangent)."""
+    def f(x0, x1):
+        c = np.full((1,), -1.3)
+        c[...] = x0 * 1.5
+        return x1.dot(c)
+
+    x0, x1 = np.array([1.5]), np.array([0.36])
+    out, tan = rune.jvp(f, (x0, x1), (np.ones(1), np.ones(1)))
+    assert type(out) is np.float64 and abs(out - 0.81) < 1e-15
+    assert abs(tan - (0.36 * 1.5 + 2.25)) < 1e-15
+    rune.check_grads(f, x0, x1, order=2)

@@ -330,6 +330,11 @@ def _inplace(x, out, ufunc):
 
 def _method(np_func):
     def method(self, *args, **kwargs):
+        for a in args:          # x.dot(buf): a buffer's traced value (rune.buffers); lists
+            t = type(a)         # stay lists (x.reshape([2, 3]))
+            if t in _OPERANDS and t is not list and t is not tuple:
+                args = [_as_operand(b) if type(b) not in (list, tuple) else b for b in args]
+                break
         return FUNCTIONS[np_func](self, *args, **kwargs)
     method.__name__ = np_func.__name__
     return method
