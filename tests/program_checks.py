@@ -88,7 +88,7 @@ def check_program(p, data=None, in_axes=None):
             w = rng.standard_normal(np.shape(f(*inputs)))
             g = rune.grad(lambda *xs: np.sum(f(*xs) * w), argnums=tuple(range(len(inputs))))
             check_vmap(g, *args, in_axes=in_axes, rtol=1e-8, atol=1e-8 * BOUND)
-        step = "jit(grad) and jit(f) replayed against eager, bit for bit"
+        step = "jit(grad) and jit(f) replayed against eager"
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore", rune.PerformanceWarning)
             eager_f = lambda *xs: rune.vjp(f, *xs)[0]   # noqa: E731  (rune's kernels)
@@ -122,7 +122,7 @@ def check_program(p, data=None, in_axes=None):
 
 
 def _bitwise(a, b, types=True):
-    """The same tree of the same shapes, dtypes and bytes (and types: ``f`` under ``vjp``
+    """The same tree of the same shapes, dtypes and numbers (and types: ``f`` under ``vjp``
     gives 0-d arrays where plain NumPy, and so ``jit(f)``, gives NumPy scalars)."""
     la, ta = rune.tree.flatten(a)
     lb, tb = rune.tree.flatten(b)
@@ -130,11 +130,11 @@ def _bitwise(a, b, types=True):
     for x, y in zip(la, lb):
         assert not types or type(x) is type(y), f"{type(x).__name__} != {type(y).__name__}"
         x, y = np.asarray(x), np.asarray(y)
-        # (the sign of a zero may differ: eager rune's backward pass adds some cotangents
-        # into a zero buffer in place, which the replay does as an operation)
-        x0, y0 = (np.where(v == 0, np.zeros((), v.dtype), v) for v in (x, y))
-        assert x.shape == y.shape and x.dtype == y.dtype and x0.tobytes() == y0.tobytes(), \
-            f"{x!r} != {y!r}"
+        assert x.shape == y.shape and x.dtype == y.dtype, f"{x!r} != {y!r}"
+        # the same kernels on the same values: equal but for BLAS's last bit, which
+        # depends on where the operands lie in memory (and the sign of a zero: eager
+        # rune's backward pass adds some cotangents into a zero buffer in place)
+        np.testing.assert_allclose(x, y, rtol=1e-13, atol=1e-300)
 
 
 def _first_lines(s, n=8):

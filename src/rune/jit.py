@@ -16,9 +16,10 @@ value becomes a *guard* of the program: the replay checks, at that point, that t
 bit for bit what it was when recorded.  A failed guard records the call again (a new
 program for the new branch, up to :data:`MAX_PROGRAMS` per signature; a
 :class:`rune.PerformanceWarning` when a function keeps re-recording).  So the replay
-computes exactly what eager rune would: the same kernels on the same values in the same
-order, bit for bit (but for the sign of a zero where eager rune's backward pass adds
-into a buffer in place and the program adds as an operation).
+computes what eager rune would: the same kernels on the same values in the same order (the
+same numbers, but for the last bit of a BLAS product, which depends on where its operands
+lie in memory, and the sign of a zero where eager rune's backward pass adds into a buffer
+in place and the program adds as an operation).
 
 **What is recorded.**  Operations on values computed from the inputs.  Arrays ``f`` closes
 over are read anew at every replay (the program holds the array object itself, not a copy),
@@ -544,8 +545,9 @@ def jit(fun: Callable[P, R], static_argnums: int | Sequence[int] = ()) -> Callab
     the arguments ``static_argnums`` (loop counts, flags, which must be hashable) — form the
     signature.  The first call with a signature runs ``fun`` eagerly and records it; later
     ones replay the record, checking on the way that every value ``fun`` branched on is
-    unchanged (else it records again).  Results equal eager rune's (bit for bit, up to the
-    sign of zeros).  Under another transformation, ``jit(fun)`` is ``fun``.
+    unchanged (else it records again).  Results equal eager rune's (but for a BLAS
+    product's last bit and the sign of zeros).  Under another transformation, ``jit(fun)``
+    is ``fun``.
     ``.listing(*args)`` shows the program recorded for ``args``.  See the module
     documentation for what runs once at recording (work on plain values only, such as
     ``np.random`` draws, is a constant afterwards).
