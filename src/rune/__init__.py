@@ -5,6 +5,8 @@
 array([0.        , 0.63970001])
 """
 
+from typing import TYPE_CHECKING
+
 from . import numpy_api as _numpy_api
 from . import primitives as _primitives  # noqa: F401  (registers every primitive)
 from . import numpy as _numpy  # noqa: F401  (registers the NumPy surface)
@@ -16,7 +18,10 @@ from .batching import vmap
 from .jacobians import jacfwd, jacrev, jacobian, hessian, hvp, linearize, linear_transpose
 from .testing import check_grads
 from .checkpoint import checkpoint, remat
-from .custom import custom_vjp, custom_jvp
+if TYPE_CHECKING:     # functions for type checkers: see the end of rune/custom.py
+    from .custom import custom_vjp_function as custom_vjp, custom_jvp_function as custom_jvp
+else:
+    from .custom import custom_vjp, custom_jvp
 from .jit import jit
 from . import optim     # (SciPy only when rune.optim.minimize is called)
 

@@ -39,7 +39,7 @@ from .core import (
 )
 from .dispatch import NeedsPerExample, FUNCTIONS
 from .primitives.backends import is_duck_array
-from .typing import AxisSpec, P
+from .typing import AxisSpec
 
 _ndarray = np.ndarray
 _new = object.__new__
@@ -294,9 +294,9 @@ def _check_axes_tree(axes, what):
                             + ("" if x is axes else f" inside {axes!r}"))
 
 
-def vmap(f: Callable[P, Any], in_axes: AxisSpec = 0, out_axes: AxisSpec = 0,
+def vmap(f: Callable[..., Any], in_axes: AxisSpec = 0, out_axes: AxisSpec = 0,
          axis_size: int | None = None, strict: bool = False,
-         chunk_size: int | None = None) -> Callable[P, Any]:
+         chunk_size: int | None = None) -> Callable[..., Any]:
     """Vectorize ``f`` over a batch axis of its arguments.
 
     ``in_axes`` is an int, ``None`` (not mapped) or a tree prefix of the
@@ -331,7 +331,8 @@ def vmap(f: Callable[P, Any], in_axes: AxisSpec = 0, out_axes: AxisSpec = 0,
         chunk_size: at most this many examples at a time (``None``: all at once).
 
     Returns:
-        A function with ``f``'s parameters, taking batched arguments.
+        A function taking ``f``'s arguments with a batch axis (so its type is
+        ``Callable[..., Any]``: a batch of a ``float`` is an array).
 
     >>> import numpy as np, rune
     >>> rune.vmap(lambda x, y: x @ y, in_axes=(0, None))(np.ones((3, 2)), np.ones(2))

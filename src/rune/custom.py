@@ -29,7 +29,7 @@ import types
 
 import functools
 from collections.abc import Callable
-from typing import Any, Generic, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 import numpy as np
 
@@ -426,7 +426,7 @@ class custom_jvp(_CustomFunction[P, R]):
     def __init__(self, fun: Callable[P, R], nondiff_argnums: ArgNums = ()) -> None:
         super().__init__(fun, nondiff_argnums)
         self.jvp: Callable[..., Any] | None = None
-        self._checked: set = set()      # input signatures whose rule outputs were checked
+        self._checked: set[Any] = set()      # input signatures whose rule outputs were checked
 
     def defjvp(self, rule: F) -> F:
         """Set the rule ``rule(primals, tangents) -> (out, tangent_out)``; returns ``rule``."""
@@ -567,3 +567,15 @@ def _split(args, nondiff, name):
         return tuple(args[k] if k in nondiff else next(it) for k in range(n))
 
     return static, diff, rebuild
+
+
+if TYPE_CHECKING:
+    # What type checkers see as rune.custom_vjp and rune.custom_jvp (rune/__init__.py):
+    # functions, because pyright carries a generic function's type variables through
+    # functools.partial (JAX's @partial(custom_vjp, nondiff_argnums=(1,))) and a generic
+    # class's not (they become Unknown).  At run time they are the classes above.
+    def custom_vjp_function(fun: Callable[P, R],
+                            nondiff_argnums: ArgNums = ()) -> custom_vjp[P, R]: ...
+
+    def custom_jvp_function(fun: Callable[P, R],
+                            nondiff_argnums: ArgNums = ()) -> custom_jvp[P, R]: ...

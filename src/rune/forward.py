@@ -264,8 +264,11 @@ def jvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any],
 @overload
 def jvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any],
         has_aux: Literal[True]) -> tuple[Any, Any, Any]: ...
+@overload
 def jvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any],
-        has_aux: bool = False) -> tuple[Any, Any] | tuple[Any, Any, Any]:
+        has_aux: bool) -> tuple[Any, ...]: ...
+def jvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any],
+        has_aux: bool = False) -> tuple[Any, ...]:
     """Evaluate ``f(*primals)`` and its directional derivative along ``tangents``.
 
     ``primals`` and ``tangents`` are tuples of trees of the same structure,

@@ -63,6 +63,14 @@ def _copy_array(x):
     return x.copy() if type(x) is np.ndarray else x
 
 
+@overload
+def jacrev(f: np.ufunc, argnums: ArgNums = 0, has_aux: bool = False,
+           chunk_size: int | None = None, allow_int: bool = False, *,
+           holomorphic: bool = False) -> Callable[..., Any]: ...
+@overload
+def jacrev(f: Callable[P, Any], argnums: ArgNums = 0, has_aux: bool = False,
+           chunk_size: int | None = None, allow_int: bool = False, *,
+           holomorphic: bool = False) -> Callable[P, Any]: ...
 def jacrev(f: Callable[P, Any], argnums: ArgNums = 0, has_aux: bool = False,
            chunk_size: int | None = None, allow_int: bool = False, *,
            holomorphic: bool = False) -> Callable[P, Any]:
@@ -142,6 +150,14 @@ def jacrev(f: Callable[P, Any], argnums: ArgNums = 0, has_aux: bool = False,
 jacobian = jacrev
 
 
+@overload
+def jacfwd(f: np.ufunc, argnums: ArgNums = 0, has_aux: bool = False,
+           chunk_size: int | None = None, allow_int: bool = False, *,
+           holomorphic: bool = False) -> Callable[..., Any]: ...
+@overload
+def jacfwd(f: Callable[P, Any], argnums: ArgNums = 0, has_aux: bool = False,
+           chunk_size: int | None = None, allow_int: bool = False, *,
+           holomorphic: bool = False) -> Callable[P, Any]: ...
 def jacfwd(f: Callable[P, Any], argnums: ArgNums = 0, has_aux: bool = False,
            chunk_size: int | None = None, allow_int: bool = False, *,
            holomorphic: bool = False) -> Callable[P, Any]:
@@ -243,6 +259,14 @@ def jacfwd(f: Callable[P, Any], argnums: ArgNums = 0, has_aux: bool = False,
     return jacfun
 
 
+@overload
+def hessian(f: np.ufunc, argnums: ArgNums = 0, has_aux: bool = False,
+            chunk_size: int | None = None, allow_int: bool = False, *,
+            holomorphic: bool = False) -> Callable[..., Any]: ...
+@overload
+def hessian(f: Callable[P, Any], argnums: ArgNums = 0, has_aux: bool = False,
+            chunk_size: int | None = None, allow_int: bool = False, *,
+            holomorphic: bool = False) -> Callable[P, Any]: ...
 def hessian(f: Callable[P, Any], argnums: ArgNums = 0, has_aux: bool = False,
             chunk_size: int | None = None, allow_int: bool = False, *,
             holomorphic: bool = False) -> Callable[P, Any]:

@@ -204,7 +204,7 @@ def _check_leaks(leaks, in_nodes, out_nodes, in_tree):
                 f"rune.stop_gradient(...) of the value to say that a zero derivative is "
                 f"what you want")
 _HAS_SHAPE = (np.ndarray, np.generic, Tracer)
-_ONES: dict = {}
+_ONES: dict[Any, Any] = {}
 
 
 def _one(dtype):
@@ -218,6 +218,14 @@ def _one(dtype):
     return one
 
 
+@overload
+def value_and_grad(f: np.ufunc, argnums: ArgNums = 0, has_aux: bool = False,
+                   allow_int: bool = False, *,
+                   holomorphic: bool = False) -> Callable[..., tuple[Any, Any]]: ...
+@overload
+def value_and_grad(f: Callable[P, Any], argnums: ArgNums = 0, has_aux: bool = False,
+                   allow_int: bool = False, *,
+                   holomorphic: bool = False) -> Callable[P, tuple[Any, Any]]: ...
 def value_and_grad(f: Callable[P, Any], argnums: ArgNums = 0, has_aux: bool = False,
                    allow_int: bool = False, *,
                    holomorphic: bool = False) -> Callable[P, tuple[Any, Any]]:
@@ -276,6 +284,12 @@ def value_and_grad(f: Callable[P, Any], argnums: ArgNums = 0, has_aux: bool = Fa
     return value_and_grad_f
 
 
+@overload
+def grad(f: np.ufunc, argnums: ArgNums = 0, has_aux: bool = False,
+         allow_int: bool = False, *, holomorphic: bool = False) -> Callable[..., Any]: ...
+@overload
+def grad(f: Callable[P, Any], argnums: ArgNums = 0, has_aux: bool = False,
+         allow_int: bool = False, *, holomorphic: bool = False) -> Callable[P, Any]: ...
 def grad(f: Callable[P, Any], argnums: ArgNums = 0, has_aux: bool = False,
          allow_int: bool = False, *, holomorphic: bool = False) -> Callable[P, Any]:
     """The gradient of a scalar-valued ``f`` with respect to argument(s) ``argnums``.
@@ -362,6 +376,10 @@ def _stopped(x):
 
 
 
+@overload
+def elementwise_grad(f: np.ufunc, argnums: ArgNums = 0) -> Callable[..., Any]: ...
+@overload
+def elementwise_grad(f: Callable[P, Any], argnums: ArgNums = 0) -> Callable[P, Any]: ...
 def elementwise_grad(f: Callable[P, Any], argnums: ArgNums = 0) -> Callable[P, Any]:
     """The gradient of the sum of ``f``'s outputs (autograd's ``elementwise_grad``): one
     pullback of a cotangent of ones, so for an elementwise ``f`` the derivative of each
