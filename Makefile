@@ -44,7 +44,7 @@ typecheck: $(BIN)/python
 
 # --strict: a broken link, a missing page or a docstring griffe cannot read fails the build
 docs: $(BIN)/python
-	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict --quiet --site-dir build/site
+	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict --site-dir build/site
 
 # Random programs against rune for FUZZ_SECONDS (default 60); every disagreement is printed
 # shrunk to a minimal program. FUZZ_ARGS="--all" also generates the known limits.

@@ -308,12 +308,12 @@ def vmap(f: Callable[..., Any], in_axes: AxisSpec = 0, out_axes: AxisSpec = 0,
     Python control flow on a batched value (``if x > 0``, ``float(x)``, a
     boolean mask whose size depends on the data) cannot run on the whole
     batch: vmap then runs ``f`` once per example and stacks the results (the
-    *fallback*: right, slower), with a :class:`rune.PerformanceWarning`
-    suggesting ``np.where``, issued through :func:`warnings.warn` so the user's
+    *fallback*: right, slower), with a [`PerformanceWarning`][rune.PerformanceWarning]
+    suggesting ``np.where``, issued through ``warnings.warn`` so the user's
     filters decide how often it shows; with ``strict=True`` it raises
-    :class:`rune.BatchedControlFlowError` instead.  ``chunk_size=k`` runs at
-    most ``k`` examples at a time and concatenates the results (bounded memory
-    for big batches and Jacobians, as in ``torch.func``).
+    [`BatchedControlFlowError`][rune.BatchedControlFlowError] instead.
+    ``chunk_size=k`` runs at most ``k`` examples at a time and concatenates the
+    results (bounded memory for big batches and Jacobians, as in ``torch.func``).
 
     Randomness: a ``np.random`` draw inside ``f`` happens once for the whole
     batch, with the per-example shape, so every example sees the same numbers
@@ -334,9 +334,19 @@ def vmap(f: Callable[..., Any], in_axes: AxisSpec = 0, out_axes: AxisSpec = 0,
         A function taking ``f``'s arguments with a batch axis (so its type is
         ``Callable[..., Any]``: a batch of a ``float`` is an array).
 
-    >>> import numpy as np, rune
-    >>> rune.vmap(lambda x, y: x @ y, in_axes=(0, None))(np.ones((3, 2)), np.ones(2))
-    array([2., 2., 2.])
+    Examples:
+        >>> import numpy as np, rune
+        >>> rune.vmap(lambda x, y: x @ y, in_axes=(0, None))(np.ones((3, 2)), np.ones(2))
+        array([2., 2., 2.])
+        >>> rune.vmap(rune.grad(lambda w, x: np.sum((w * x) ** 2)), in_axes=(None, 0))(
+        ...     np.array([1.0, 2.0]), np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]))
+        array([[2., 0.],
+               [0., 4.],
+               [2., 4.]])
+
+    See also:
+        [`jacfwd`][rune.jacfwd] and [`jacrev`][rune.jacrev] (vmap of a JVP or VJP over a
+        basis), the vmap guide (``docs/guides/vmap.md``).
     """
     if chunk_size is not None and (not isinstance(chunk_size, int) or isinstance(
             chunk_size, bool) or chunk_size < 1):

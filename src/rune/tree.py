@@ -2,18 +2,19 @@
 
 Tuples, lists, dicts (key order kept), ``None`` (an empty node),
 NamedTuples and dataclasses are trees out of the box; any other class joins
-with :func:`register` or the two methods ``__rune_flatten__(self) ->
+with [`register`][rune.tree.register] or the two methods ``__rune_flatten__(self) ->
 (children, aux)`` and the classmethod ``__rune_unflatten__(cls, aux,
 children)``.  Everything else is a leaf.  Dataclass fields with
 ``field(metadata={"static": True})`` are part of the structure, not leaves.
 Records are rebuilt without running ``__init__``/``__post_init__``.
 
->>> import rune
->>> leaves, treedef = rune.tree.flatten({"a": 1.0, "b": (2.0, None)})
->>> leaves
-[1.0, 2.0]
->>> rune.tree.unflatten(treedef, [10.0, 20.0])
-{'a': 10.0, 'b': (20.0, None)}
+Examples:
+    >>> import rune
+    >>> leaves, treedef = rune.tree.flatten({"a": 1.0, "b": (2.0, None)})
+    >>> leaves
+    [1.0, 2.0]
+    >>> rune.tree.unflatten(treedef, [10.0, 20.0])
+    {'a': 10.0, 'b': (20.0, None)}
 """
 
 from __future__ import annotations
@@ -52,13 +53,14 @@ def register(cls: type, flatten: Callable[[Any], tuple[Iterable[Any], Any]],
     ``flatten(obj) -> (children, aux)`` and ``unflatten(aux, children) -> obj``
     (JAX's convention); ``aux`` must be hashable: it is part of the structure.
 
-    >>> import rune
-    >>> class Pair:
-    ...     def __init__(self, a, b): self.a, self.b = a, b
-    >>> rune.tree.register(Pair, lambda p: ((p.a, p.b), None),
-    ...                    lambda aux, ch: Pair(*ch))
-    >>> rune.tree.leaves(Pair(1.0, 2.0))
-    [1.0, 2.0]
+    Examples:
+        >>> import rune
+        >>> class Pair:
+        ...     def __init__(self, a, b): self.a, self.b = a, b
+        >>> rune.tree.register(Pair, lambda p: ((p.a, p.b), None),
+        ...                    lambda aux, ch: Pair(*ch))
+        >>> rune.tree.leaves(Pair(1.0, 2.0))
+        [1.0, 2.0]
     """
     if not isinstance(cls, type):
         raise TypeError(f"rune.tree.register takes a class first, got {type(cls).__name__}")
@@ -282,7 +284,7 @@ def leaves(tree: PyTree, is_leaf: IsLeaf = None) -> list[Any]:
 
 
 def structure(tree: PyTree, is_leaf: IsLeaf = None) -> TreeDef:
-    """The :class:`TreeDef` of ``tree``."""
+    """The [`TreeDef`][rune.tree.TreeDef] of ``tree``."""
     return flatten(tree, is_leaf)[1]
 
 
@@ -343,9 +345,10 @@ def check_same(a, b, root="", what="trees"):
 def map(f: Callable[..., Any], tree: PyTree, *rest: PyTree, is_leaf: IsLeaf = None) -> PyTree:
     """Apply ``f`` to the leaves of ``tree`` (and the matching leaves of ``rest``).
 
-    >>> import rune
-    >>> rune.tree.map(lambda a, b: a + b, {"x": 1, "y": (2,)}, {"x": 10, "y": (20,)})
-    {'x': 11, 'y': (22,)}
+    Examples:
+        >>> import rune
+        >>> rune.tree.map(lambda a, b: a + b, {"x": 1, "y": (2,)}, {"x": 10, "y": (20,)})
+        {'x': 11, 'y': (22,)}
     """
     lv, td = flatten(tree, is_leaf)
     others = _matching_leaves(td, rest, is_leaf, "rune.tree.map")
@@ -412,9 +415,10 @@ def map_with_path(f: Callable[..., Any], tree: PyTree, *rest: PyTree,
     """``f(path, leaf, *others)`` for every leaf; ``path`` is a string like ``"tree['w'][0]"``
     (rune's paths are the ones its error messages use).
 
-    >>> import rune
-    >>> rune.tree.map_with_path(lambda p, x: p, {"w": 1.0})
-    {'w': "tree['w']"}
+    Examples:
+        >>> import rune
+        >>> rune.tree.map_with_path(lambda p, x: p, {"w": 1.0})
+        {'w': "tree['w']"}
     """
     lv, td = flatten(tree, is_leaf)
     others = _matching_leaves(td, rest, is_leaf, "rune.tree.map_with_path")
@@ -423,11 +427,12 @@ def map_with_path(f: Callable[..., Any], tree: PyTree, *rest: PyTree,
 
 
 def leaves_with_path(tree: PyTree, is_leaf: IsLeaf = None) -> list[tuple[str, Any]]:
-    """``[(path, leaf), ...]``, as :func:`map_with_path` names them.
+    """``[(path, leaf), ...]``, as [`map_with_path`][rune.tree.map_with_path] names them.
 
-    >>> import rune
-    >>> rune.tree.leaves_with_path((1.0, {"b": 2.0}))
-    [('tree[0]', 1.0), ("tree[1]['b']", 2.0)]
+    Examples:
+        >>> import rune
+        >>> rune.tree.leaves_with_path((1.0, {"b": 2.0}))
+        [('tree[0]', 1.0), ("tree[1]['b']", 2.0)]
     """
     lv, td = flatten(tree, is_leaf)
     return list(zip(leaf_paths(td, "tree"), lv))
@@ -440,9 +445,10 @@ def reduce(f: Callable[[Any, Any], Any], tree: PyTree, initializer: Any = _NO_IN
            is_leaf: IsLeaf = None) -> Any:
     """``functools.reduce(f, leaves(tree)[, initializer])``.
 
-    >>> import rune
-    >>> rune.tree.reduce(lambda a, b: a + b, {"x": 1, "y": (2, 3)})
-    6
+    Examples:
+        >>> import rune
+        >>> rune.tree.reduce(lambda a, b: a + b, {"x": 1, "y": (2, 3)})
+        6
     """
     lv = leaves(tree, is_leaf)
     if initializer is _NO_INITIAL:
@@ -455,10 +461,11 @@ def transpose(outer_treedef: TreeDef, inner_treedef: TreeDef, tree: PyTree) -> P
     tree of ``inner_treedef`` whose leaves are trees of ``outer_treedef`` (JAX's
     ``tree_transpose``).
 
-    >>> import rune
-    >>> outer, inner = rune.tree.structure([0, 0]), rune.tree.structure((0, 0))
-    >>> rune.tree.transpose(outer, inner, [(1, 2), (3, 4)])
-    ([1, 3], [2, 4])
+    Examples:
+        >>> import rune
+        >>> outer, inner = rune.tree.structure([0, 0]), rune.tree.structure((0, 0))
+        >>> rune.tree.transpose(outer, inner, [(1, 2), (3, 4)])
+        ([1, 3], [2, 4])
     """
     flat = leaves(tree)
     n_out, n_in = outer_treedef.num_leaves, inner_treedef.num_leaves
@@ -472,12 +479,13 @@ def transpose(outer_treedef: TreeDef, inner_treedef: TreeDef, tree: PyTree) -> P
 
 def ravel(tree: PyTree) -> tuple[Any, Callable[[Any], PyTree]]:
     """``(flat, unravel)``: ``tree``'s leaves in one 1-d array, and its inverse (JAX's
-    ``ravel_pytree``; dtypes, kinds and derivatives: :mod:`rune.tree_ravel`).
+    ``ravel_pytree``; dtypes, kinds and derivatives: ``rune.tree_ravel``).
 
-    >>> import numpy as np, rune
-    >>> flat, unravel = rune.tree.ravel({"a": np.ones(2), "b": 3.0})
-    >>> flat, unravel(flat + 1)
-    (array([1., 1., 3.]), {'a': array([2., 2.]), 'b': 4.0})
+    Examples:
+        >>> import numpy as np, rune
+        >>> flat, unravel = rune.tree.ravel({"a": np.ones(2), "b": 3.0})
+        >>> flat, unravel(flat + 1)
+        (array([1., 1., 3.]), {'a': array([2., 2.]), 'b': 4.0})
     """
     lv, td = flatten(tree)
     flat, unravel_leaves = _ravel_leaves(lv, lambda: leaf_paths(td, "tree"))

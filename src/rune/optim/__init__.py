@@ -2,28 +2,30 @@
 classes): the parameters, their gradients from ``rune.grad``, the updates and the
 optimizer's state all have the parameters' structure.
 
-Gradient transformations in optax's shape (:mod:`rune.optim.transforms`,
-:mod:`rune.optim.optimizers`, :mod:`rune.optim.schedules`)::
+Gradient transformations in optax's shape (an optimizer is a
+[`GradientTransformation`][rune.optim.GradientTransformation]: ``init`` and ``update``):
 
     opt = rune.optim.adam(learning_rate=1e-3)
     state = opt.init(params)
     updates, state = opt.update(grads, state, params)
     params = rune.optim.apply_updates(params, updates)
 
-and full-batch solvers on the same records: :func:`lbfgs` (rune's own L-BFGS) and
-:func:`minimize` (SciPy's ``minimize``, imported only when called).
+and full-batch solvers on the same records: [`lbfgs`][rune.optim.lbfgs] (rune's own
+L-BFGS) and [`minimize`][rune.optim.minimize] (SciPy's ``minimize``, imported only when
+called).
 
->>> import numpy as np, rune
->>> opt = rune.optim.chain(rune.optim.clip_by_global_norm(1.0),
-...                        rune.optim.sgd(learning_rate=0.1, momentum=0.9))
->>> params = {"w": np.array([3.0, 4.0])}
->>> state = opt.init(params)
->>> for _ in range(3):
-...     grads = rune.grad(lambda p: np.sum(p["w"] ** 2))(params)
-...     updates, state = opt.update(grads, state, params)
-...     params = rune.optim.apply_updates(params, updates)
->>> np.round(params["w"], 4)
-array([2.6634, 3.5512])
+Examples:
+    >>> import numpy as np, rune
+    >>> opt = rune.optim.chain(rune.optim.clip_by_global_norm(1.0),
+    ...                        rune.optim.sgd(learning_rate=0.1, momentum=0.9))
+    >>> params = {"w": np.array([3.0, 4.0])}
+    >>> state = opt.init(params)
+    >>> for _ in range(3):
+    ...     grads = rune.grad(lambda p: np.sum(p["w"] ** 2))(params)
+    ...     updates, state = opt.update(grads, state, params)
+    ...     params = rune.optim.apply_updates(params, updates)
+    >>> np.round(params["w"], 4)
+    array([2.6634, 3.5512])
 """
 
 from .transforms import (GradientTransformation, EmptyState, ScaleByScheduleState,

@@ -28,7 +28,8 @@ __all__ = ["lbfgs", "LBFGSResult"]
 
 
 class LBFGSResult(NamedTuple):
-    """What :func:`lbfgs` found: ``x`` and ``grad`` are records like the parameters."""
+    """What [`lbfgs`][rune.optim.lbfgs] found: ``x`` and ``grad`` are records like the
+    parameters."""
 
     x: Any
     fun: float
@@ -52,16 +53,17 @@ def lbfgs(fun: Callable[..., Any], params: Any, args: tuple = (), *, maxiter: in
     (``success`` False, with the reason).  ``callback(params_k)`` is called with the
     record after every iteration.
 
-    >>> import numpy as np, rune
-    >>> from typing import NamedTuple
-    >>> class Line(NamedTuple):
-    ...     slope: np.ndarray
-    ...     offset: float
-    >>> x, y = np.array([0.0, 1.0, 2.0]), np.array([1.0, 3.0, 5.0])
-    >>> res = rune.optim.lbfgs(lambda p: np.sum((p.slope * x + p.offset - y) ** 2),
-    ...                        Line(np.array(0.0), 0.0))
-    >>> res.success, np.round(res.x.slope, 6), round(res.x.offset, 6)
-    (True, np.float64(2.0), 1.0)
+    Examples:
+        >>> import numpy as np, rune
+        >>> from typing import NamedTuple
+        >>> class Line(NamedTuple):
+        ...     slope: np.ndarray
+        ...     offset: float
+        >>> x, y = np.array([0.0, 1.0, 2.0]), np.array([1.0, 3.0, 5.0])
+        >>> res = rune.optim.lbfgs(lambda p: np.sum((p.slope * x + p.offset - y) ** 2),
+        ...                        Line(np.array(0.0), 0.0))
+        >>> res.success, np.round(res.x.slope, 6), round(res.x.offset, 6)
+        (True, np.float64(2.0), 1.0)
     """
     problem = FlatProblem(fun, params, args, "lbfgs")
     for name, v in (("maxiter", maxiter), ("memory_size", memory_size),

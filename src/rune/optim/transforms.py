@@ -41,7 +41,7 @@ Schedule = Callable[[Any], Any]
 
 class GradientTransformation(NamedTuple):
     """``init(params) -> state`` and ``update(updates, state, params=None) ->
-    (updates, state)``: an optimizer, or one block of one (see :func:`chain`)."""
+    (updates, state)``: an optimizer, or one block of one (see [`chain`][rune.optim.chain])."""
 
     init: Callable[[Any], Any]
     update: Callable[..., tuple[Any, Any]]
@@ -201,9 +201,10 @@ def _check_rate(value, name, who):
 def identity() -> GradientTransformation:
     """The updates unchanged (``sgd`` without momentum chains it).
 
-    >>> import rune
-    >>> rune.optim.identity().update({"w": 1.0}, rune.optim.EmptyState())[0]
-    {'w': 1.0}
+    Examples:
+        >>> import rune
+        >>> rune.optim.identity().update({"w": 1.0}, rune.optim.EmptyState())[0]
+        {'w': 1.0}
     """
     return GradientTransformation(lambda params: EmptyState(),
                                   lambda updates, state, params=None: (updates, state))
@@ -212,10 +213,11 @@ def identity() -> GradientTransformation:
 def chain(*transforms: GradientTransformation) -> GradientTransformation:
     """Apply ``transforms`` one after another; the state is the tuple of their states.
 
-    >>> import numpy as np, rune
-    >>> opt = rune.optim.chain(rune.optim.clip_by_global_norm(1.0), rune.optim.scale(-0.1))
-    >>> opt.update({"w": np.array([3.0, 4.0])}, opt.init({"w": np.zeros(2)}))[0]
-    {'w': array([-0.06, -0.08])}
+    Examples:
+        >>> import numpy as np, rune
+        >>> opt = rune.optim.chain(rune.optim.clip_by_global_norm(1.0), rune.optim.scale(-0.1))
+        >>> opt.update({"w": np.array([3.0, 4.0])}, opt.init({"w": np.zeros(2)}))[0]
+        {'w': array([-0.06, -0.08])}
     """
     for i, t in enumerate(transforms):
         if not isinstance(t, GradientTransformation):
@@ -241,9 +243,10 @@ def chain(*transforms: GradientTransformation) -> GradientTransformation:
 def apply_updates(params: Any, updates: Any) -> Any:
     """``params + updates`` leaf by leaf, each result in its parameter's dtype and kind.
 
-    >>> import numpy as np, rune
-    >>> rune.optim.apply_updates({"w": np.ones(2, np.float32)}, {"w": np.array([0.5, 1.0])})
-    {'w': array([1.5, 2. ], dtype=float32)}
+    Examples:
+        >>> import numpy as np, rune
+        >>> rune.optim.apply_updates({"w": np.ones(2, np.float32)}, {"w": np.array([0.5, 1.0])})
+        {'w': array([1.5, 2. ], dtype=float32)}
     """
     lv, td = tree_util.flatten(params)
     ul = _column(updates, td, "apply_updates", "parameters")
@@ -253,9 +256,10 @@ def apply_updates(params: Any, updates: Any) -> Any:
 def global_norm(updates: Any) -> Any:
     """The 2-norm of all the floating leaves together (a Python float when concrete).
 
-    >>> import numpy as np, rune
-    >>> rune.optim.global_norm({"a": np.array([3.0]), "b": 4.0})
-    5.0
+    Examples:
+        >>> import numpy as np, rune
+        >>> rune.optim.global_norm({"a": np.array([3.0]), "b": 4.0})
+        5.0
     """
     total = 0.0
     for x in tree_util.leaves(updates):
@@ -271,9 +275,10 @@ def global_norm(updates: Any) -> Any:
 def scale(step_size: float) -> GradientTransformation:
     """Multiply the updates by ``step_size``.
 
-    >>> import rune
-    >>> rune.optim.scale(-2.0).update([1.5], rune.optim.EmptyState())[0]
-    [-3.0]
+    Examples:
+        >>> import rune
+        >>> rune.optim.scale(-2.0).update([1.5], rune.optim.EmptyState())[0]
+        [-3.0]
     """
     if not isinstance(step_size, Tracer):
         _check_number(step_size, "step_size", "scale", low=-np.inf)
@@ -289,13 +294,14 @@ def scale_by_schedule(step_size_fn: Schedule) -> GradientTransformation:
     """Multiply the updates by ``step_size_fn(count)``, ``count`` the number of updates
     made before this one (0 first).
 
-    >>> import rune
-    >>> t = rune.optim.scale_by_schedule(lambda n: 10.0 ** -n)
-    >>> s = t.init([0.0])
-    >>> u1, s = t.update([1.0], s)
-    >>> u2, s = t.update([1.0], s)
-    >>> u1, u2, int(s.count)
-    ([1.0], [0.1], 2)
+    Examples:
+        >>> import rune
+        >>> t = rune.optim.scale_by_schedule(lambda n: 10.0 ** -n)
+        >>> s = t.init([0.0])
+        >>> u1, s = t.update([1.0], s)
+        >>> u2, s = t.update([1.0], s)
+        >>> u1, u2, int(s.count)
+        ([1.0], [0.1], 2)
     """
     if not callable(step_size_fn):
         raise TypeError(f"rune.optim.scale_by_schedule takes a callable step -> step size, "
@@ -313,9 +319,10 @@ def scale_by_learning_rate(learning_rate: float | Schedule, *,
                            flip_sign: bool = True) -> GradientTransformation:
     """Multiply by ``-learning_rate`` (a number, or a schedule ``step -> rate``).
 
-    >>> import rune
-    >>> rune.optim.scale_by_learning_rate(0.1).update([2.0], rune.optim.EmptyState())[0]
-    [-0.2]
+    Examples:
+        >>> import rune
+        >>> rune.optim.scale_by_learning_rate(0.1).update([2.0], rune.optim.EmptyState())[0]
+        [-0.2]
     """
     _check_rate(learning_rate, "learning_rate", "scale_by_learning_rate")
     sign = -1 if flip_sign else 1
@@ -332,13 +339,14 @@ def trace(decay: float, nesterov: bool = False) -> GradientTransformation:
     """Momentum: ``t = g + decay * t``; the update is ``t``, or ``g + decay * t`` with
     ``nesterov`` (PyTorch's SGD momentum with ``dampening=0``).
 
-    >>> import rune
-    >>> t = rune.optim.trace(0.5)
-    >>> s = t.init([0.0])
-    >>> u, s = t.update([1.0], s)
-    >>> u, s = t.update([1.0], s)
-    >>> u
-    [1.5]
+    Examples:
+        >>> import rune
+        >>> t = rune.optim.trace(0.5)
+        >>> s = t.init([0.0])
+        >>> u, s = t.update([1.0], s)
+        >>> u, s = t.update([1.0], s)
+        >>> u
+        [1.5]
     """
     _check_number(decay, "decay (momentum)", "trace")
 
@@ -363,10 +371,11 @@ def scale_by_adam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
     update ``m_hat / (sqrt(v_hat + eps_root) + eps)`` with ``m_hat = m / (1 - b1**t)``,
     ``v_hat = v / (1 - b2**t)`` at step ``t = 1, 2, ...``.
 
-    >>> import rune
-    >>> t = rune.optim.scale_by_adam()
-    >>> round(t.update([-3.0], t.init([0.0]))[0][0], 6)    # the first step is sign(g)
-    -1.0
+    Examples:
+        >>> import rune
+        >>> t = rune.optim.scale_by_adam()
+        >>> round(t.update([-3.0], t.init([0.0]))[0][0], 6)    # the first step is sign(g)
+        -1.0
     """
     for name, b in (("b1", b1), ("b2", b2)):
         _check_number(b, name, "scale_by_adam", high=1.0)
@@ -403,10 +412,11 @@ def scale_by_rms(decay: float = 0.9, eps: float = 1e-8, initial_scale: float = 0
     ``g / sqrt(v + eps)`` (optax), or ``g / (sqrt(v) + eps)`` with ``eps_in_sqrt=False``
     (PyTorch's ``RMSprop``, whose ``alpha`` is ``decay``).
 
-    >>> import rune
-    >>> t = rune.optim.scale_by_rms(decay=0.75, eps=0.0)
-    >>> t.update([2.0], t.init([0.0]))[0]                  # 2 / sqrt(0.25 * 4)
-    [2.0]
+    Examples:
+        >>> import rune
+        >>> t = rune.optim.scale_by_rms(decay=0.75, eps=0.0)
+        >>> t.update([2.0], t.init([0.0]))[0]                  # 2 / sqrt(0.25 * 4)
+        [2.0]
     """
     _check_number(decay, "decay", "scale_by_rms", high=1.0)
     _check_number(eps, "eps", "scale_by_rms")
@@ -429,13 +439,14 @@ def scale_by_rms(decay: float = 0.9, eps: float = 1e-8, initial_scale: float = 0
 
 def scale_by_stddev(decay: float = 0.9, eps: float = 1e-8, initial_scale: float = 0.0,
                     eps_in_sqrt: bool = True) -> GradientTransformation:
-    """Centered RMSProp's direction: as :func:`scale_by_rms` with ``v - m**2`` in place of
-    ``v``, where ``m = decay m + (1 - decay) g``.
+    """Centered RMSProp's direction: as [`scale_by_rms`][rune.optim.scale_by_rms] with
+    ``v - m**2`` in place of ``v``, where ``m = decay m + (1 - decay) g``.
 
-    >>> import rune
-    >>> t = rune.optim.scale_by_stddev(decay=0.5, eps=0.0)
-    >>> t.update([2.0], t.init([0.0]))[0]                  # 2 / sqrt(0.5 * 4 - 1)
-    [2.0]
+    Examples:
+        >>> import rune
+        >>> t = rune.optim.scale_by_stddev(decay=0.5, eps=0.0)
+        >>> t.update([2.0], t.init([0.0]))[0]                  # 2 / sqrt(0.5 * 4 - 1)
+        [2.0]
     """
     _check_number(decay, "decay", "scale_by_stddev", high=1.0)
     _check_number(eps, "eps", "scale_by_stddev")
@@ -463,10 +474,11 @@ def scale_by_rss(initial_accumulator_value: float = 0.1,
     """Adagrad's direction: ``s = s + g**2``, the update ``g / sqrt(s + eps)`` (0 where
     ``s`` is 0).
 
-    >>> import rune
-    >>> t = rune.optim.scale_by_rss(initial_accumulator_value=0.0, eps=0.0)
-    >>> t.update([-3.0], t.init([0.0]))[0]
-    [-1.0]
+    Examples:
+        >>> import rune
+        >>> t = rune.optim.scale_by_rss(initial_accumulator_value=0.0, eps=0.0)
+        >>> t.update([-3.0], t.init([0.0]))[0]
+        [-1.0]
     """
     _check_number(initial_accumulator_value, "initial_accumulator_value", "scale_by_rss")
     _check_number(eps, "eps", "scale_by_rss")
@@ -492,10 +504,11 @@ def scale_by_lion(b1: float = 0.9, b2: float = 0.99) -> GradientTransformation:
     """Lion's direction: the update ``sign(b1 m + (1 - b1) g)``, then
     ``m = b2 m + (1 - b2) g``.
 
-    >>> import rune
-    >>> t = rune.optim.scale_by_lion()
-    >>> t.update([-0.003], t.init([0.0]))[0]
-    [-1.0]
+    Examples:
+        >>> import rune
+        >>> t = rune.optim.scale_by_lion()
+        >>> t.update([-0.003], t.init([0.0]))[0]
+        [-1.0]
     """
     _check_number(b1, "b1", "scale_by_lion", high=1.0)
     _check_number(b2, "b2", "scale_by_lion", high=1.0)
@@ -520,12 +533,13 @@ def scale_by_lion(b1: float = 0.9, b2: float = 0.99) -> GradientTransformation:
 
 def clip_by_global_norm(max_norm: float) -> GradientTransformation:
     """Scale the updates by ``max_norm / max(norm, max_norm)``, ``norm`` their
-    :func:`global_norm`: the direction kept, the length at most ``max_norm``.
+    [`global_norm`][rune.optim.global_norm]: the direction kept, the length at most ``max_norm``.
 
-    >>> import numpy as np, rune
-    >>> t = rune.optim.clip_by_global_norm(1.0)
-    >>> t.update((np.array([3.0]), 4.0), t.init((np.zeros(1), 0.0)))[0]
-    (array([0.6]), 0.8)
+    Examples:
+        >>> import numpy as np, rune
+        >>> t = rune.optim.clip_by_global_norm(1.0)
+        >>> t.update((np.array([3.0]), 4.0), t.init((np.zeros(1), 0.0)))[0]
+        (array([0.6]), 0.8)
     """
     _check_number(max_norm, "max_norm", "clip_by_global_norm", low_open=True)
 
@@ -568,11 +582,12 @@ def add_decayed_weights(weight_decay: float = 0.0,
     giving a bool, or a tree of bools shaped like the parameters (or a prefix of them: one
     bool stands for a whole subtree).
 
-    >>> import numpy as np, rune
-    >>> t = rune.optim.add_decayed_weights(0.5, mask=lambda path: path.endswith("['w']"))
-    >>> p = {"w": np.array([2.0]), "b": np.array([2.0])}
-    >>> t.update({"w": np.zeros(1), "b": np.zeros(1)}, t.init(p), p)[0]
-    {'w': array([1.]), 'b': array([0.])}
+    Examples:
+        >>> import numpy as np, rune
+        >>> t = rune.optim.add_decayed_weights(0.5, mask=lambda path: path.endswith("['w']"))
+        >>> p = {"w": np.array([2.0]), "b": np.array([2.0])}
+        >>> t.update({"w": np.zeros(1), "b": np.zeros(1)}, t.init(p), p)[0]
+        {'w': array([1.]), 'b': array([0.])}
     """
     _check_number(weight_decay, "weight_decay", "add_decayed_weights")
     if mask is not None and not callable(mask):
