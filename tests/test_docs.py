@@ -44,10 +44,12 @@ def test_public_functions_have_docstrings_with_examples():
 def test_core_stays_small():
     """The level stack, bind, the traced-value base and trees should read in an hour
     (STYLE.md 10): a line budget that a change to the core must argue with."""
-    budget = {"core.py": 460, "tree.py": 485}   # tree.py: + JAX's tree utilities, types,
+    budget = {"core.py": 480, "tree.py": 630}   # tree.py: + JAX's tree utilities, types,
     #      cycles, the boundary's two fast paths; core.py: + the stack's safety against
     #      asynchronous exceptions and .item()'s note (issue 24), less the interception state;
-    #      tree.py + ravel's tree half (issue 28; its array half is rune/tree_ravel.py)
+    #      tree.py + ravel's tree half (issue 28; its array half is rune/tree_ravel.py);
+    #      + each public function's Args/Returns/Examples/See also for the API reference,
+    #      less the prefix expansion (rune/tree_prefix.py) (issue 28 part 4)
     src = ROOT / "src" / "rune"
     for name, limit in budget.items():
         n = len((src / name).read_text().splitlines())

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from . import tree as tree_util
+from .tree_prefix import broadcast_prefix
 from .api_util import check_leaves, foreign_message, unalias
 from .api_util import shape_of as _leaf_shape
 from .calls import bind_call, leaked
@@ -452,7 +453,7 @@ def _batch_axes_and_size(spec, args, leaves, in_tree):
             raise ValueError(f"vmap in_axes has {len(axes_prefix)} entries but "
                              f"{fn_name} was called with {len(args)} positional "
                              f"argument(s)")
-        axes = tree_util.broadcast_prefix(axes_prefix, args, _is_axis_leaf, "args",
+        axes = broadcast_prefix(axes_prefix, args, _is_axis_leaf, "args",
                                           "vmap in_axes")
     paths = None
     sizes = []
@@ -499,7 +500,7 @@ def _out_axes_of(spec, n, out, of=None):
     if _is_axis_leaf(spec.out_axes):
         return [spec.out_axes] * n
     extra = {} if of is None else {"of": of}
-    return tree_util.broadcast_prefix(spec.out_axes, out, _is_axis_leaf, "out",
+    return broadcast_prefix(spec.out_axes, out, _is_axis_leaf, "out",
                                       "vmap out_axes", **extra)
 
 

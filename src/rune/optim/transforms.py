@@ -27,6 +27,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .. import tree as tree_util
+from ..tree_prefix import broadcast_prefix
 from ..core import Tracer
 
 __all__ = ["GradientTransformation", "EmptyState", "ScaleByScheduleState", "TraceState",
@@ -567,7 +568,7 @@ def _mask_leaves(mask, params, td):
             out.append(bool(m))
         return out
     is_flag = lambda m: isinstance(m, (bool, np.bool_))        # noqa: E731
-    flags = tree_util.broadcast_prefix(mask, params, is_flag, "mask", "the mask",
+    flags = broadcast_prefix(mask, params, is_flag, "mask", "the mask",
                                        "parameter")
     return [bool(m) for m in flags]
 
