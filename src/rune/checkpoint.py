@@ -231,8 +231,8 @@ def checkpoint(fun: Callable[P, R], *, static_argnums: int | tuple[int, ...] = (
     return checkpointed
 
 
-#: JAX's other name for [`checkpoint`][rune.checkpoint] (the same function).
 remat = checkpoint
+"""JAX's other name for [`checkpoint`][rune.checkpoint] (the same function)."""
 
 
 class CheckpointDepthError(RecursionError, ValueError):

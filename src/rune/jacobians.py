@@ -146,8 +146,8 @@ def jacrev(f: Callable[P, Any], argnums: ArgNums = 0, has_aux: bool = False,
     return jacfun
 
 
-#: autograd's name for [`jacrev`][rune.jacrev] (the same function).
 jacobian = jacrev
+"""autograd's name for [`jacrev`][rune.jacrev] (the same function)."""
 
 
 @overload

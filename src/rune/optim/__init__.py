@@ -31,9 +31,10 @@ Examples:
 from .transforms import (GradientTransformation, EmptyState, ScaleByScheduleState,
                          TraceState, ScaleByAdamState, ScaleByRmsState, ScaleByRStdDevState,
                          ScaleByRssState, ScaleByLionState, identity, chain, apply_updates,
-                         global_norm, scale, scale_by_schedule, scale_by_learning_rate, trace,
-                         scale_by_adam, scale_by_rms, scale_by_stddev, scale_by_rss,
-                         scale_by_lion, clip_by_global_norm, add_decayed_weights)
+                         global_norm, scale, scale_by_schedule, scale_by_learning_rate,
+                         clip_by_global_norm, add_decayed_weights)
+from .directions import (trace, scale_by_adam, scale_by_rms, scale_by_stddev, scale_by_rss,
+                         scale_by_lion)
 from .optimizers import sgd, adam, adamw, rmsprop, adagrad, lion
 from .schedules import (constant_schedule, linear_schedule, cosine_decay_schedule,
                         exponential_decay, warmup_cosine_decay_schedule, join_schedules)
