@@ -76,3 +76,45 @@ def test_design_md_worked_example_runs(k):
         exec(compile(_design_examples()[k], f"docs/design.md example {k + 1}", "exec"), {})
     finally:
         sys.modules.pop("my_scipy_like", None)
+
+
+def _public_objects():
+    """(name, object) of everything public: rune's names, rune.tree's, rune.optim's, the
+    modules whose docstrings the API reference renders, and the public methods of public
+    classes (custom_vjp.defvjp, ...)."""
+    import inspect
+
+    import rune
+    import rune.typing
+    out = [("rune", rune), ("rune.typing", rune.typing)]
+    for name in rune.__all__:
+        obj = getattr(rune, name)
+        out.append((f"rune.{name}", obj))
+        if name in ("tree", "optim"):
+            out += [(f"rune.{name}.{sub}", getattr(obj, sub)) for sub in obj.__all__]
+    for name, obj in list(out):
+        if inspect.isclass(obj) and obj.__module__.startswith("rune"):
+            out += [(f"{name}.{attr}", m) for attr, m in vars(obj).items()
+                    if not attr.startswith("_") and inspect.isfunction(m)]
+    return out
+
+
+PUBLIC = _public_objects()
+
+
+@pytest.mark.parametrize("name,obj", PUBLIC, ids=[n for n, _ in PUBLIC])
+def test_public_docstring_examples_run(name, obj):
+    """Every public function shows a runnable example, and every example in a public
+    docstring runs as written (the API reference renders them)."""
+    import doctest
+    import inspect
+    import io
+    tests = doctest.DocTestFinder(recurse=False).find(obj, name, module=False, globs={})
+    examples = sum(len(t.examples) for t in tests)
+    if inspect.isfunction(obj):
+        assert examples > 0, f"{name} has no >>> example"
+    runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
+    report = io.StringIO()
+    for t in tests:
+        runner.run(t, out=report.write)
+    assert runner.failures == 0, report.getvalue()

@@ -256,6 +256,13 @@ class custom_vjp(_CustomFunction[P, R]):
             fwd: called as the function is; returns its output and what ``bwd`` needs.
             bwd: ``bwd(*nondiff, residuals, g)``: one cotangent tree per differentiated
                 argument (``None`` for a zero one), for the output's cotangent ``g``.
+
+        Examples:
+            >>> import numpy as np, rune
+            >>> square = rune.custom_vjp(lambda x: x * x)
+            >>> square.defvjp(lambda x: (x * x, x), lambda x, g: (2.0 * x * g,))
+            >>> rune.grad(square)(3.0)
+            6.0
         """
         self.fwd = fwd
         self.bwd = bwd
@@ -464,6 +471,13 @@ class custom_jvp(_CustomFunction[P, R]):
 
         Returns:
             ``rule``.
+
+        Examples:
+            >>> import numpy as np, rune
+            >>> cube = rune.custom_jvp(lambda x: x ** 3)
+            >>> _ = cube.defjvp(lambda p, t: (p[0] ** 3, 3.0 * p[0] ** 2 * t[0]))
+            >>> rune.jvp(cube, (2.0,), (1.0,))
+            (8.0, 12.0)
         """
         self.jvp = rule
         return rule
