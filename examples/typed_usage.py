@@ -1,6 +1,6 @@
 """rune under a static type checker: ``mypy --strict examples/typed_usage.py`` passes
-(``make typecheck`` runs it), so does ``pyright`` (tests/test_typing.py runs it where
-it is installed), and so does ``python examples/typed_usage.py``.
+(``make typecheck`` runs it), so does ``pyright`` (tests/test_typing_checkers.py checks
+a program like it where pyright is installed), and so does ``python examples/typed_usage.py``.
 
 One typed use of each transformation, written as annotated user code would be:
 

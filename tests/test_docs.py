@@ -118,3 +118,12 @@ def test_public_docstring_examples_run(name, obj):
     for t in tests:
         runner.run(t, out=report.write)
     assert runner.failures == 0, report.getvalue()
+
+
+def test_readme_says_how_to_install_before_a_release():
+    """`pip install rune-autodiff` works only once a release is published: the README's
+    install section gives the checkout install first."""
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("## Install"):text.index("## Quick start")]
+    assert "pip install ." in section and "git clone" in section
+    assert section.index("pip install .") < section.index("pip install rune-autodiff")
