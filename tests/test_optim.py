@@ -465,7 +465,7 @@ def test_against_torch_optim(name):
 
 
 def test_docstring_examples_run():
-    from rune.optim import optimizers, schedules, transforms
-    for module in (optim, transforms, optimizers, schedules):
+    from rune.optim import directions, optimizers, schedules, transforms
+    for module in (optim, transforms, directions, optimizers, schedules):
         result = doctest.testmod(module)
         assert result.failed == 0 and result.attempted > 0, module.__name__

@@ -26,7 +26,8 @@ from .core import Tracer, _np_asarray
 from .primitives.backends import in_backend_of, is_duck_array
 
 __all__ = ["is_diff_leaf", "argnums_tuple", "as_argnum", "diff_fn", "check_diff_args",
-           "check_leaves", "check_scalar_output", "check_aux_pair", "describe", "zero_like",
+           "check_leaves", "check_scalar_output", "check_holomorphic", "check_holomorphic_out",
+           "check_aux_pair", "describe", "zero_like",
            "as_array", "cast_like", "to_user", "unalias", "private_copies", "wrap_name",
            "fun_name", "signature", "arg_names", "shape_of", "dtype_of", "size_of",
            "broadcast_shape"]
@@ -259,6 +260,30 @@ def check_diff_args(args, nums, allow_int, what, fun=None):
             f"({_param(fun, len(args), k)}), whose leaves are of dtype {', '.join(dts)}: a "
             f"derivative needs floating-point inputs. Pass floats (np.asarray(x, float)), or "
             f"allow_int=True for zero gradients")
+
+
+def check_holomorphic(args, nums, what, fun=None):
+    """``holomorphic=True`` (JAX's option): every leaf of the differentiated arguments is
+    complex, or a TypeError naming the first that is not."""
+    for k in dict.fromkeys(nums):
+        leaves, td = tree_util.flatten(args[k])
+        for j, x in enumerate(leaves):
+            if x is not None and dtype_of(x).kind != "c":
+                path = tree_util.leaf_paths(td, _param(fun, len(args), k))[j]
+                raise TypeError(f"{what} with holomorphic=True needs complex inputs, but {path} "
+                                f"has dtype {dtype_of(x)}; pass it as a complex array "
+                                f"(np.asarray(x, complex))")
+
+
+def check_holomorphic_out(out, what):
+    """``holomorphic=True``: every leaf of the output is complex."""
+    leaves, td = tree_util.flatten(out)
+    for j, o in enumerate(leaves):
+        if dtype_of(o).kind != "c":
+            path = tree_util.leaf_paths(td, "out")[j]
+            raise TypeError(f"{what} with holomorphic=True needs a complex output, but {path} "
+                            f"has dtype {dtype_of(o)} (a real-valued function of a complex "
+                            f"variable is not holomorphic: drop holomorphic=True)")
 
 
 def _param(fun, nargs, k):

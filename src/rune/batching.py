@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from . import tree as tree_util
+from .tree_prefix import broadcast_prefix
 from .api_util import check_leaves, foreign_message, unalias
 from .api_util import shape_of as _leaf_shape
 from .calls import bind_call, leaked
@@ -39,7 +40,7 @@ from .core import (
 )
 from .dispatch import NeedsPerExample, FUNCTIONS
 from .primitives.backends import is_duck_array
-from .typing import AxisSpec, P
+from .typing import AxisSpec
 
 _ndarray = np.ndarray
 _new = object.__new__
@@ -294,9 +295,9 @@ def _check_axes_tree(axes, what):
                             + ("" if x is axes else f" inside {axes!r}"))
 
 
-def vmap(f: Callable[P, Any], in_axes: AxisSpec = 0, out_axes: AxisSpec = 0,
+def vmap(f: Callable[..., Any], in_axes: AxisSpec = 0, out_axes: AxisSpec = 0,
          axis_size: int | None = None, strict: bool = False,
-         chunk_size: int | None = None) -> Callable[P, Any]:
+         chunk_size: int | None = None) -> Callable[..., Any]:
     """Vectorize ``f`` over a batch axis of its arguments.
 
     ``in_axes`` is an int, ``None`` (not mapped) or a tree prefix of the
@@ -308,12 +309,12 @@ def vmap(f: Callable[P, Any], in_axes: AxisSpec = 0, out_axes: AxisSpec = 0,
     Python control flow on a batched value (``if x > 0``, ``float(x)``, a
     boolean mask whose size depends on the data) cannot run on the whole
     batch: vmap then runs ``f`` once per example and stacks the results (the
-    *fallback*: right, slower), with a :class:`rune.PerformanceWarning`
-    suggesting ``np.where``, issued through :func:`warnings.warn` so the user's
+    *fallback*: right, slower), with a [`PerformanceWarning`][rune.PerformanceWarning]
+    suggesting ``np.where``, issued through ``warnings.warn`` so the user's
     filters decide how often it shows; with ``strict=True`` it raises
-    :class:`rune.BatchedControlFlowError` instead.  ``chunk_size=k`` runs at
-    most ``k`` examples at a time and concatenates the results (bounded memory
-    for big batches and Jacobians, as in ``torch.func``).
+    [`BatchedControlFlowError`][rune.BatchedControlFlowError] instead.
+    ``chunk_size=k`` runs at most ``k`` examples at a time and concatenates the
+    results (bounded memory for big batches and Jacobians, as in ``torch.func``).
 
     Randomness: a ``np.random`` draw inside ``f`` happens once for the whole
     batch, with the per-example shape, so every example sees the same numbers
@@ -331,11 +332,22 @@ def vmap(f: Callable[P, Any], in_axes: AxisSpec = 0, out_axes: AxisSpec = 0,
         chunk_size: at most this many examples at a time (``None``: all at once).
 
     Returns:
-        A function with ``f``'s parameters, taking batched arguments.
+        A function taking ``f``'s arguments with a batch axis (so its type is
+        ``Callable[..., Any]``: a batch of a ``float`` is an array).
 
-    >>> import numpy as np, rune
-    >>> rune.vmap(lambda x, y: x @ y, in_axes=(0, None))(np.ones((3, 2)), np.ones(2))
-    array([2., 2., 2.])
+    Examples:
+        >>> import numpy as np, rune
+        >>> rune.vmap(lambda x, y: x @ y, in_axes=(0, None))(np.ones((3, 2)), np.ones(2))
+        array([2., 2., 2.])
+        >>> rune.vmap(rune.grad(lambda w, x: np.sum((w * x) ** 2)), in_axes=(None, 0))(
+        ...     np.array([1.0, 2.0]), np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]))
+        array([[2., 0.],
+               [0., 4.],
+               [2., 4.]])
+
+    See also:
+        [`jacfwd`][rune.jacfwd] and [`jacrev`][rune.jacrev] (vmap of a JVP or VJP over a
+        basis), the vmap guide (``docs/guides/vmap.md``).
     """
     if chunk_size is not None and (not isinstance(chunk_size, int) or isinstance(
             chunk_size, bool) or chunk_size < 1):
@@ -441,7 +453,7 @@ def _batch_axes_and_size(spec, args, leaves, in_tree):
             raise ValueError(f"vmap in_axes has {len(axes_prefix)} entries but "
                              f"{fn_name} was called with {len(args)} positional "
                              f"argument(s)")
-        axes = tree_util.broadcast_prefix(axes_prefix, args, _is_axis_leaf, "args",
+        axes = broadcast_prefix(axes_prefix, args, _is_axis_leaf, "args",
                                           "vmap in_axes")
     paths = None
     sizes = []
@@ -488,7 +500,7 @@ def _out_axes_of(spec, n, out, of=None):
     if _is_axis_leaf(spec.out_axes):
         return [spec.out_axes] * n
     extra = {} if of is None else {"of": of}
-    return tree_util.broadcast_prefix(spec.out_axes, out, _is_axis_leaf, "out",
+    return broadcast_prefix(spec.out_axes, out, _is_axis_leaf, "out",
                                       "vmap out_axes", **extra)
 
 

@@ -150,14 +150,28 @@ def checkpoint(fun: Callable[P, R], *, static_argnums: int | tuple[int, ...] = (
     trees of arrays (a Python int, a string, a function): they are passed
     through as they are, and the re-run in the backward pass sees the same
     objects.  ``functools.partial(rune.checkpoint, static_argnums=(1,))`` is
-    the decorator form.
+    the decorator form.  ``rune.remat`` is the same function (JAX's other name).
 
-    >>> import numpy as np, rune
-    >>> @rune.checkpoint
-    ... def block(x):
-    ...     return np.tanh(np.tanh(x))
-    >>> rune.grad(lambda x: np.sum(block(block(x))))(np.array([0.5]))
-    array([0.45445261])
+    Args:
+        fun: the function whose intermediates are recomputed; its arguments and result
+            are trees of arrays.
+        static_argnums: positional arguments passed through unchanged (not trees of
+            arrays).
+
+    Returns:
+        A function with ``fun``'s type.
+
+    Examples:
+        >>> import numpy as np, rune
+        >>> @rune.checkpoint
+        ... def block(x):
+        ...     return np.tanh(np.tanh(x))
+        >>> rune.grad(lambda x: np.sum(block(block(x))))(np.array([0.5]))
+        array([0.45445261])
+
+    See also:
+        The checkpoint guide (``docs/guides/checkpoint.md``), [`grad`][rune.grad],
+        [`custom_vjp`][rune.custom_vjp].
     """
     if static_argnums != ():
         return _with_static(fun, static_argnums)
@@ -218,6 +232,7 @@ def checkpoint(fun: Callable[P, R], *, static_argnums: int | tuple[int, ...] = (
 
 
 remat = checkpoint
+"""JAX's other name for [`checkpoint`][rune.checkpoint] (the same function)."""
 
 
 class CheckpointDepthError(RecursionError, ValueError):

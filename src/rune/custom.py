@@ -29,7 +29,7 @@ import types
 
 import functools
 from collections.abc import Callable
-from typing import Any, Generic, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 import numpy as np
 
@@ -221,13 +221,24 @@ class custom_vjp(_CustomFunction[P, R]):
     shapes.  The rules run on private copies: writing into their arguments,
     residuals or cotangents changes nothing of the caller's.
 
-    >>> import numpy as np, rune
-    >>> @rune.custom_vjp
-    ... def clip_gradient(x):
-    ...     return x
-    >>> clip_gradient.defvjp(lambda x: (x, None), lambda _, g: (np.clip(g, -1.0, 1.0),))
-    >>> rune.grad(lambda x: np.sum(3.0 * clip_gradient(x)))(np.array([1.0, 2.0]))
-    array([1., 1.])
+    Args:
+        fun: the function; its arguments and result are trees of arrays.
+        nondiff_argnums: positional arguments that are not differentiated (Python
+            numbers, functions, flags): passed to ``bwd`` first.
+
+    Examples:
+        >>> import numpy as np, rune
+        >>> @rune.custom_vjp
+        ... def clip_gradient(x):
+        ...     return x
+        >>> clip_gradient.defvjp(lambda x: (x, None), lambda _, g: (np.clip(g, -1.0, 1.0),))
+        >>> rune.grad(lambda x: np.sum(3.0 * clip_gradient(x)))(np.array([1.0, 2.0]))
+        array([1., 1.])
+
+    See also:
+        [`custom_jvp`][rune.custom_jvp] (a forward rule, which also serves reverse mode),
+        [`stop_gradient`][rune.stop_gradient], the custom-rules guide
+        (``docs/guides/custom.md``).
     """
 
     kind = "custom_vjp"
@@ -239,7 +250,20 @@ class custom_vjp(_CustomFunction[P, R]):
         self._checked: set[Any] = set()    # input signatures whose fwd outputs were checked
 
     def defvjp(self, fwd: Callable[..., Any], bwd: Callable[..., Any]) -> None:
-        """Set the rule: ``fwd(*args) -> (out, residuals)``, ``bwd(residuals, g) -> tuple``."""
+        """Set the rule: ``fwd(*args) -> (out, residuals)``, ``bwd(residuals, g) -> tuple``.
+
+        Args:
+            fwd: called as the function is; returns its output and what ``bwd`` needs.
+            bwd: ``bwd(*nondiff, residuals, g)``: one cotangent tree per differentiated
+                argument (``None`` for a zero one), for the output's cotangent ``g``.
+
+        Examples:
+            >>> import numpy as np, rune
+            >>> square = rune.custom_vjp(lambda x: x * x)
+            >>> square.defvjp(lambda x: (x * x, x), lambda x, g: (2.0 * x * g,))
+            >>> rune.grad(square)(3.0)
+            6.0
+        """
         self.fwd = fwd
         self.bwd = bwd
         self._checked = set()
@@ -409,16 +433,26 @@ class custom_jvp(_CustomFunction[P, R]):
     modes.  Arguments in ``nondiff_argnums`` come first: ``rule(*nondiff,
     primals, tangents)``.
 
-    >>> import numpy as np, rune
-    >>> @rune.custom_jvp
-    ... def f(x):
-    ...     return np.sin(x)
-    >>> @f.defjvp
-    ... def f_jvp(primals, tangents):
-    ...     (x,), (t,) = primals, tangents
-    ...     return f(x), np.cos(x) * t
-    >>> rune.grad(f)(0.0)
-    1.0
+    Args:
+        fun: the function; its arguments and result are trees of arrays.
+        nondiff_argnums: positional arguments that are not differentiated: passed to
+            the rule first.
+
+    Examples:
+        >>> import numpy as np, rune
+        >>> @rune.custom_jvp
+        ... def f(x):
+        ...     return np.sin(x)
+        >>> @f.defjvp
+        ... def f_jvp(primals, tangents):
+        ...     (x,), (t,) = primals, tangents
+        ...     return f(x), np.cos(x) * t
+        >>> rune.grad(f)(0.0)
+        1.0
+
+    See also:
+        [`custom_vjp`][rune.custom_vjp] (a reverse rule only), the custom-rules guide
+        (``docs/guides/custom.md``).
     """
 
     kind = "custom_jvp"
@@ -426,10 +460,25 @@ class custom_jvp(_CustomFunction[P, R]):
     def __init__(self, fun: Callable[P, R], nondiff_argnums: ArgNums = ()) -> None:
         super().__init__(fun, nondiff_argnums)
         self.jvp: Callable[..., Any] | None = None
-        self._checked: set = set()      # input signatures whose rule outputs were checked
+        self._checked: set[Any] = set()      # input signatures whose rule outputs were checked
 
     def defjvp(self, rule: F) -> F:
-        """Set the rule ``rule(primals, tangents) -> (out, tangent_out)``; returns ``rule``."""
+        """Set the rule ``rule(primals, tangents) -> (out, tangent_out)``; returns ``rule``
+        (so it works as a decorator).
+
+        Args:
+            rule: ``rule(*nondiff, primals, tangents)``, linear in ``tangents``.
+
+        Returns:
+            ``rule``.
+
+        Examples:
+            >>> import numpy as np, rune
+            >>> cube = rune.custom_jvp(lambda x: x ** 3)
+            >>> _ = cube.defjvp(lambda p, t: (p[0] ** 3, 3.0 * p[0] ** 2 * t[0]))
+            >>> rune.jvp(cube, (2.0,), (1.0,))
+            (8.0, 12.0)
+        """
         self.jvp = rule
         return rule
 
@@ -438,11 +487,12 @@ class custom_jvp(_CustomFunction[P, R]):
         output's tangent due to argument ``i``'s tangent; ``None`` for an argument the
         output does not depend on.  The tangents of all arguments are added.
 
-        >>> import numpy as np, rune
-        >>> f = rune.custom_jvp(lambda x, y: x * y)
-        >>> f.defjvps(lambda tx, out, x, y: tx * y, lambda ty, out, x, y: x * ty)
-        >>> rune.grad(f, argnums=(0, 1))(2.0, 3.0)
-        (3.0, 2.0)
+        Examples:
+            >>> import numpy as np, rune
+            >>> f = rune.custom_jvp(lambda x, y: x * y)
+            >>> f.defjvps(lambda tx, out, x, y: tx * y, lambda ty, out, x, y: x * ty)
+            >>> rune.grad(f, argnums=(0, 1))(2.0, 3.0)
+            (3.0, 2.0)
         """
         if self.nondiff_argnums:
             raise ValueError("defjvps does not combine with nondiff_argnums; use "
@@ -567,3 +617,15 @@ def _split(args, nondiff, name):
         return tuple(args[k] if k in nondiff else next(it) for k in range(n))
 
     return static, diff, rebuild
+
+
+if TYPE_CHECKING:
+    # What type checkers see as rune.custom_vjp and rune.custom_jvp (rune/__init__.py):
+    # functions, because pyright carries a generic function's type variables through
+    # functools.partial (JAX's @partial(custom_vjp, nondiff_argnums=(1,))) and a generic
+    # class's not (they become Unknown).  At run time they are the classes above.
+    def custom_vjp_function(fun: Callable[P, R],
+                            nondiff_argnums: ArgNums = ()) -> custom_vjp[P, R]: ...
+
+    def custom_jvp_function(fun: Callable[P, R],
+                            nondiff_argnums: ArgNums = ()) -> custom_jvp[P, R]: ...

@@ -264,17 +264,36 @@ def jvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any],
 @overload
 def jvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any],
         has_aux: Literal[True]) -> tuple[Any, Any, Any]: ...
+@overload
 def jvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any],
-        has_aux: bool = False) -> tuple[Any, Any] | tuple[Any, Any, Any]:
-    """Evaluate ``f(*primals)`` and its directional derivative along ``tangents``.
+        has_aux: bool) -> tuple[Any, ...]: ...
+def jvp(f: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any],
+        has_aux: bool = False) -> tuple[Any, ...]:
+    """Evaluate ``f(*primals)`` and its directional derivative along ``tangents``, in one
+    forward pass (forward mode).
 
-    ``primals`` and ``tangents`` are tuples of trees of the same structure,
-    shapes and dtypes.  Returns ``(out, tangent_out)`` (and ``aux`` with
-    ``has_aux``), computed in one forward pass.
+    ``primals`` and ``tangents`` are tuples of trees of the same structure, shapes and
+    dtypes (a tangent of a float32 leaf may be float32 or float64).
 
-    >>> import numpy as np, rune
-    >>> rune.jvp(np.sin, (np.array([0.0, 1.0]),), (np.array([1.0, 1.0]),))
-    (array([0.        , 0.84147098]), array([1.        , 0.54030231]))
+    Args:
+        f: the function, called as ``f(*primals)``; its arguments and result are trees.
+        primals: a tuple (or list) with one tree per positional argument of ``f``.
+        tangents: a tuple like ``primals``: the direction.
+        has_aux: ``f`` returns ``(out, aux)``; ``aux`` is returned as it is, without
+            derivative.
+
+    Returns:
+        ``(out, tangent_out)``, or ``(out, tangent_out, aux)`` with ``has_aux``;
+        ``tangent_out`` has ``out``'s structure.
+
+    Examples:
+        >>> import numpy as np, rune
+        >>> rune.jvp(np.sin, (np.array([0.0, 1.0]),), (np.array([1.0, 1.0]),))
+        (array([0.        , 0.84147098]), array([1.        , 0.54030231]))
+
+    See also:
+        [`vjp`][rune.vjp] (reverse mode), [`linearize`][rune.linearize] (the same
+        point, many tangents), [`jacfwd`][rune.jacfwd], [`hvp`][rune.hvp].
     """
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
         raise ValueError("jvp takes primals and tangents as tuples (one entry per argument), "

@@ -10,7 +10,7 @@ JAX's layout, ``out.shape + in.shape``, nested as ``out_tree`` of ``in_tree``.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Literal, overload
 
 import numpy as np
 
@@ -18,6 +18,8 @@ from . import tree as tree_util
 from .api_util import (
     argnums_tuple,
     check_diff_args,
+    check_holomorphic,
+    check_holomorphic_out,
     describe,
     diff_fn,
     fun_name,
@@ -33,7 +35,7 @@ from .forward import jvp
 from .reverse import Pullback, grad, vjp
 from .typing import ArgNums, P
 
-__all__ = ["jacfwd", "jacrev", "hessian", "hvp", "linearize", "linear_transpose"]
+__all__ = ["jacfwd", "jacrev", "jacobian", "hessian", "hvp", "linearize", "linear_transpose"]
 
 
 def _basis(shapes, dtypes):
@@ -61,24 +63,54 @@ def _copy_array(x):
     return x.copy() if type(x) is np.ndarray else x
 
 
+@overload
+def jacrev(f: np.ufunc, argnums: ArgNums = 0, has_aux: bool = False,
+           chunk_size: int | None = None, allow_int: bool = False, *,
+           holomorphic: bool = False) -> Callable[..., Any]: ...
+@overload
 def jacrev(f: Callable[P, Any], argnums: ArgNums = 0, has_aux: bool = False,
-           chunk_size: int | None = None, allow_int: bool = False) -> Callable[P, Any]:
-    """The Jacobian of ``f`` by reverse mode (one pullback per output element, vmapped;
-    ``chunk_size`` bounds how many at a time).
+           chunk_size: int | None = None, allow_int: bool = False, *,
+           holomorphic: bool = False) -> Callable[P, Any]: ...
+def jacrev(f: Callable[P, Any], argnums: ArgNums = 0, has_aux: bool = False,
+           chunk_size: int | None = None, allow_int: bool = False, *,
+           holomorphic: bool = False) -> Callable[P, Any]:
+    """The Jacobian of ``f`` by reverse mode: one pullback per output element, vmapped.
 
     For an output of shape ``O`` and an input of shape ``I`` the block has shape
-    ``O + I``; trees give a tree of the output's structure with leaves of the
-    input's.  ``argnums`` and ``allow_int`` as in :func:`rune.grad`; with ``has_aux``, ``f``
-    returns ``(out, aux)`` and the result is ``(jacobian, aux)``.
+    ``O + I`` (JAX's layout); trees give a tree of the output's structure whose leaves
+    are trees of the input's.
 
-    >>> import numpy as np, rune
-    >>> rune.jacrev(lambda x: x ** 2)(np.array([1.0, 2.0]))
-    array([[2., 0.],
-           [0., 4.]])
+    Args:
+        f: the function; its arguments and result are trees of arrays.
+        argnums: which positional argument(s) to differentiate: an int, or a tuple of
+            ints for a tuple of Jacobians.
+        has_aux: ``f`` returns ``(out, aux)``; the result is then ``(jacobian, aux)``.
+        chunk_size: at most this many pullbacks at a time (bounded memory); ``None``:
+            all at once.
+        allow_int: as in [`grad`][rune.grad].
+        holomorphic: ``f`` is holomorphic: the blocks are complex derivatives
+            ``df_i/dz_j``; inputs and outputs must be complex (as in JAX).
+
+    Returns:
+        A function with ``f``'s parameters returning the Jacobian (``(jacobian, aux)``
+        with ``has_aux``).
+
+    Examples:
+        >>> import numpy as np, rune
+        >>> rune.jacrev(lambda x: x ** 2)(np.array([1.0, 2.0]))
+        array([[2., 0.],
+               [0., 4.]])
+
+    See also:
+        [`jacfwd`][rune.jacfwd] (cheaper for fewer inputs than outputs),
+        [`jacobian`][rune.jacobian] (the same function), [`vjp`][rune.vjp],
+        [`hessian`][rune.hessian].
     """
     def jacfun(*args, **kwargs):
         single, nums = argnums_tuple(argnums, len(args))
         check_diff_args(args, nums, allow_int, "jacrev", f)
+        if holomorphic:
+            check_holomorphic(args, nums, "jacrev", f)
         g, diff_args, pick = diff_fn(f, args, nums, kwargs)
         res = vjp(g, *diff_args, has_aux=has_aux)
         out, pullback = res[0], res[1]
@@ -86,6 +118,8 @@ def jacrev(f: Callable[P, Any], argnums: ArgNums = 0, has_aux: bool = False,
         if not out_leaves:
             raise TypeError(f"jacrev needs {fun_name(f)} to return an array or a tree of "
                             f"arrays; it returned {describe(out)} (no array in it)")
+        if holomorphic:
+            check_holomorphic_out(out, "jacrev")
         shapes = [_shape(o) for o in out_leaves]
         basis, sizes = _basis(shapes, [_dtype(o) for o in out_leaves])
         cts = vmap(pullback, chunk_size=chunk_size)(tree_util.unflatten(out_tree, basis))
@@ -112,21 +146,54 @@ def jacrev(f: Callable[P, Any], argnums: ArgNums = 0, has_aux: bool = False,
     return jacfun
 
 
+jacobian = jacrev
+"""autograd's name for [`jacrev`][rune.jacrev] (the same function)."""
+
+
+@overload
+def jacfwd(f: np.ufunc, argnums: ArgNums = 0, has_aux: bool = False,
+           chunk_size: int | None = None, allow_int: bool = False, *,
+           holomorphic: bool = False) -> Callable[..., Any]: ...
+@overload
 def jacfwd(f: Callable[P, Any], argnums: ArgNums = 0, has_aux: bool = False,
-           chunk_size: int | None = None, allow_int: bool = False) -> Callable[P, Any]:
-    """The Jacobian of ``f`` by forward mode (one JVP per input element, vmapped;
-    ``chunk_size`` bounds how many at a time).
+           chunk_size: int | None = None, allow_int: bool = False, *,
+           holomorphic: bool = False) -> Callable[P, Any]: ...
+def jacfwd(f: Callable[P, Any], argnums: ArgNums = 0, has_aux: bool = False,
+           chunk_size: int | None = None, allow_int: bool = False, *,
+           holomorphic: bool = False) -> Callable[P, Any]:
+    """The Jacobian of ``f`` by forward mode: one JVP per input element, vmapped.
 
-    Shapes, ``argnums`` and ``has_aux`` as in :func:`rune.jacrev`; cheaper than
-    it when the inputs have fewer elements than the outputs.
+    Shapes as in [`jacrev`][rune.jacrev]; cheaper than it when the inputs have fewer
+    elements than the outputs.
 
-    >>> import numpy as np, rune
-    >>> rune.jacfwd(lambda x: np.sin(x))(np.array([0.0]))
-    array([[1.]])
+    Args:
+        f: the function; its arguments and result are trees of arrays.
+        argnums: which positional argument(s) to differentiate: an int, or a tuple of
+            ints for a tuple of Jacobians.
+        has_aux: ``f`` returns ``(out, aux)``; the result is then ``(jacobian, aux)``.
+        chunk_size: at most this many JVPs at a time (bounded memory); ``None``: all at
+            once.
+        allow_int: as in [`grad`][rune.grad].
+        holomorphic: ``f`` is holomorphic: the blocks are complex derivatives
+            ``df_i/dz_j``; inputs and outputs must be complex (as in JAX).
+
+    Returns:
+        A function with ``f``'s parameters returning the Jacobian (``(jacobian, aux)``
+        with ``has_aux``).
+
+    Examples:
+        >>> import numpy as np, rune
+        >>> rune.jacfwd(lambda x: np.sin(x))(np.array([0.0]))
+        array([[1.]])
+
+    See also:
+        [`jacrev`][rune.jacrev], [`jvp`][rune.jvp], [`hessian`][rune.hessian].
     """
     def jacfun(*args, **kwargs):
         single, nums = argnums_tuple(argnums, len(args))
         check_diff_args(args, nums, allow_int, "jacfwd", f)
+        if holomorphic:
+            check_holomorphic(args, nums, "jacfwd", f)
         g, diff_args, pick = diff_fn(f, args, nums, kwargs)
         diff_args = tuple(diff_args)
         in_leaves, in_tree = tree_util.flatten(diff_args)
@@ -161,6 +228,8 @@ def jacfwd(f: Callable[P, Any], argnums: ArgNums = 0, has_aux: bool = False,
                 out, aux = out
             out_leaves, out_tree = tree_util.flatten(out)
             t_outs = [np.zeros((0,) + _shape(o)) for o in out_leaves]
+        if holomorphic:
+            check_holomorphic_out(tree_util.unflatten(out_tree, out_leaves), "jacfwd")
         per_out = []
         for o, t in zip(out_leaves, t_outs):
             oshape = _shape(o)
@@ -190,31 +259,74 @@ def jacfwd(f: Callable[P, Any], argnums: ArgNums = 0, has_aux: bool = False,
     return jacfun
 
 
+@overload
+def hessian(f: np.ufunc, argnums: ArgNums = 0, has_aux: bool = False,
+            chunk_size: int | None = None, allow_int: bool = False, *,
+            holomorphic: bool = False) -> Callable[..., Any]: ...
+@overload
 def hessian(f: Callable[P, Any], argnums: ArgNums = 0, has_aux: bool = False,
-            chunk_size: int | None = None, allow_int: bool = False) -> Callable[P, Any]:
-    """The Hessian of a scalar ``f``: ``jacfwd(jacrev(f))``; with ``has_aux``, ``(H, aux)``.
+            chunk_size: int | None = None, allow_int: bool = False, *,
+            holomorphic: bool = False) -> Callable[P, Any]: ...
+def hessian(f: Callable[P, Any], argnums: ArgNums = 0, has_aux: bool = False,
+            chunk_size: int | None = None, allow_int: bool = False, *,
+            holomorphic: bool = False) -> Callable[P, Any]:
+    """The Hessian of a scalar-valued ``f``: ``jacfwd(jacrev(f))``.
 
-    >>> import numpy as np, rune
-    >>> rune.hessian(lambda x: np.sum(x ** 3))(np.array([1.0, 2.0]))
-    array([[ 6.,  0.],
-           [ 0., 12.]])
+    For an input of shape ``I`` the Hessian has shape ``I + I``; for several arguments
+    (``argnums`` a tuple) a nested tuple of blocks.
+
+    Args:
+        f: a function returning a scalar.
+        argnums: which positional argument(s) to differentiate.
+        has_aux: ``f`` returns ``(value, aux)``; the result is then ``(hessian, aux)``.
+        chunk_size: as in [`jacrev`][rune.jacrev].
+        allow_int: as in [`grad`][rune.grad].
+        holomorphic: ``f`` is holomorphic (complex in, complex out), as in
+            [`jacrev`][rune.jacrev].
+
+    Returns:
+        A function with ``f``'s parameters returning the Hessian.
+
+    Examples:
+        >>> import numpy as np, rune
+        >>> rune.hessian(lambda x: np.sum(x ** 3))(np.array([1.0, 2.0]))
+        array([[ 6.,  0.],
+               [ 0., 12.]])
+
+    See also:
+        [`hvp`][rune.hvp] (a Hessian-vector product without the Hessian),
+        [`jacfwd`][rune.jacfwd], [`jacrev`][rune.jacrev].
     """
-    h = jacfwd(jacrev(f, argnums, has_aux=has_aux, chunk_size=chunk_size, allow_int=allow_int),
-               argnums, has_aux=has_aux, chunk_size=chunk_size, allow_int=allow_int)
+    h = jacfwd(jacrev(f, argnums, has_aux=has_aux, chunk_size=chunk_size, allow_int=allow_int,
+                      holomorphic=holomorphic),
+               argnums, has_aux=has_aux, chunk_size=chunk_size, allow_int=allow_int,
+               holomorphic=holomorphic)
     wrap_name(h, f, "hessian")
     return h
 
 
 def hvp(f: Callable[..., Any], primals: Sequence[Any],
         tangents: Sequence[Any]) -> tuple[Any, Any]:
-    """``(grads, hvps)``: the gradient of ``f`` at ``primals`` and the Hessian-vector
-    product along ``tangents`` (tuples, one tree per argument), forward-over-reverse.
+    """The gradient of ``f`` at ``primals`` and the Hessian-vector product along
+    ``tangents``, forward-over-reverse (``jvp`` of ``grad``: the Hessian is never formed).
 
-    >>> import numpy as np, rune
-    >>> g, hv = rune.hvp(lambda x: np.sum(x ** 3), (np.array([1.0, 2.0]),),
-    ...                  (np.array([1.0, 0.0]),))
-    >>> hv[0]
-    array([6., 0.])
+    Args:
+        f: a function returning a scalar.
+        primals: a tuple with one tree per positional argument of ``f``.
+        tangents: a tuple like ``primals``: the vector.
+
+    Returns:
+        ``(grads, hvps)``: tuples with one tree per argument.
+
+    Examples:
+        >>> import numpy as np, rune
+        >>> g, hv = rune.hvp(lambda x: np.sum(x ** 3), (np.array([1.0, 2.0]),),
+        ...                  (np.array([1.0, 0.0]),))
+        >>> hv[0]
+        array([6., 0.])
+
+    See also:
+        [`hessian`][rune.hessian], [`jvp`][rune.jvp], [`grad`][rune.grad].
     """
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
         raise ValueError("hvp takes primals and tangents as tuples (one entry per argument), "
@@ -224,42 +336,81 @@ def hvp(f: Callable[..., Any], primals: Sequence[Any],
     return jvp(grad(f, argnums=nums), primals, tangents)
 
 
-def linearize(f: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[..., Any]]:
-    """``(out, f_jvp)``: ``f``'s value at ``primals`` and its linear map
-    ``f_jvp(*tangents) = jvp(f, primals, tangents)[1]``.  (rune runs eagerly, so each call
-    of ``f_jvp`` runs one forward pass; JAX's staged linearize does not.)
+@overload
+def linearize(f: Callable[..., Any], *primals: Any,
+              has_aux: Literal[False] = False) -> tuple[Any, Callable[..., Any]]: ...
+@overload
+def linearize(f: Callable[..., Any], *primals: Any,
+              has_aux: Literal[True]) -> tuple[Any, Callable[..., Any], Any]: ...
+@overload
+def linearize(f: Callable[..., Any], *primals: Any, has_aux: bool) -> tuple[Any, ...]: ...
+def linearize(f: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple[Any, ...]:
+    """``f``'s value at ``primals`` and its linear map ``f_jvp(*tangents) = jvp(f, primals,
+    tangents)[1]``.
 
-    >>> import numpy as np, rune
-    >>> out, f_jvp = rune.linearize(np.sin, np.array([0.0, np.pi]))
-    >>> f_jvp(np.array([1.0, 1.0]))
-    array([ 1., -1.])
+    rune runs eagerly, so each call of ``f_jvp`` runs one forward pass (JAX's staged
+    linearize does not); the primals are copied, so ``f_jvp`` is the derivative at these
+    values whatever the caller writes into them later.
+
+    Args:
+        f: the function, called as ``f(*primals)``.
+        *primals: the point: one tree per positional argument of ``f``.
+        has_aux: ``f`` returns ``(out, aux)``; ``aux`` (from the first run) is returned
+            as a third result.
+
+    Returns:
+        ``(out, f_jvp)``, or ``(out, f_jvp, aux)`` with ``has_aux``.
+
+    Examples:
+        >>> import numpy as np, rune
+        >>> out, f_jvp = rune.linearize(np.sin, np.array([0.0, np.pi]))
+        >>> f_jvp(np.array([1.0, 1.0]))
+        array([ 1., -1.])
+
+    See also:
+        [`jvp`][rune.jvp], [`linear_transpose`][rune.linear_transpose].
     """
     # the linear map is the derivative at these values, whatever the caller writes later
     primals = tuple(tree_util.map(lambda v: v.copy() if isinstance(v, np.ndarray) else v, p)
                     for p in primals)
-    out = jvp(f, primals, tuple(tree_util.map(np.zeros_like, p) if not isinstance(
-        p, (float, complex)) else 0.0 * p for p in primals))[0]
+    zeros = tuple(tree_util.map(np.zeros_like, p) if not isinstance(p, (float, complex))
+                  else 0.0 * p for p in primals)
+    res = jvp(f, primals, zeros, has_aux=has_aux)
 
     def f_jvp(*tangents):
         if len(tangents) != len(primals):
             raise ValueError(f"the linearized function takes {len(primals)} tangent(s), one "
                              f"per primal, got {len(tangents)}")
-        return jvp(f, primals, tangents)[1]
+        return jvp(f, primals, tangents, has_aux=has_aux)[1]
 
-    return out, f_jvp
+    return (res[0], f_jvp, res[2]) if has_aux else (res[0], f_jvp)
 
 
 def linear_transpose(f: Callable[..., Any], *primals: Any) -> Pullback:
     """The transpose of a linear ``f``: ``f_t(ct)`` is a tuple with one cotangent per
-    argument (``primals`` give the arguments' shapes and dtypes; their values do not
-    matter since ``f`` is linear).  ``f`` is checked to be linear: ``f(0)`` must be 0 and its
-    derivative at a random point the same as at 0 (so ``f`` runs three times), else
-    ``ValueError``.
+    argument.
 
-    >>> import numpy as np, rune
-    >>> A = np.array([[1.0, 2.0], [3.0, 4.0]])
-    >>> rune.linear_transpose(lambda x: A @ x, np.zeros(2))(np.array([1.0, 0.0]))[0]
-    array([1., 2.])
+    ``f`` is checked to be linear: ``f(0)`` must be 0 and its derivative at a random
+    point the same as at 0 (so ``f`` runs three times), else ValueError.
+
+    Args:
+        f: a linear function of its arguments.
+        *primals: example arguments: their shapes and dtypes matter, their values do not.
+
+    Returns:
+        ``f_t``, taking a cotangent shaped like ``f``'s output.
+
+    Raises:
+        ValueError: ``f`` is not linear (affine, or nonlinear).
+
+    Examples:
+        >>> import numpy as np, rune
+        >>> A = np.array([[1.0, 2.0], [3.0, 4.0]])
+        >>> rune.linear_transpose(lambda x: A @ x, np.zeros(2))(np.array([1.0, 0.0]))[0]
+        array([1., 2.])
+
+    See also:
+        [`vjp`][rune.vjp], [`linearize`][rune.linearize].
     """
     zeros = tuple(tree_util.map(_zero_of, p) for p in primals)
     out0, pullback = vjp(f, *zeros)

@@ -547,20 +547,32 @@ def jit(fun: Callable[P, R], static_argnums: int | Sequence[int] = ()) -> Callab
     ones replay the record, checking on the way that every value ``fun`` branched on is
     unchanged (else it records again).  Results equal eager rune's (but for a BLAS
     product's last bit and the sign of zeros).  Under another transformation, ``jit(fun)``
-    is ``fun``.
-    ``.listing(*args)`` shows the program recorded for ``args``.  See the module
-    documentation for what runs once at recording (work on plain values only, such as
-    ``np.random`` draws, is a constant afterwards).
+    is ``fun``.  ``.listing(*args)`` shows the program recorded for ``args``.  What runs
+    once at recording: work on plain values only, such as ``np.random`` draws, is a
+    constant afterwards (see the jit guide).
 
-    >>> import numpy as np, rune
-    >>> f = rune.jit(lambda x, n: np.sum(x ** n), static_argnums=1)
-    >>> f(np.array([1.0, 2.0]), 3)
-    np.float64(9.0)
-    >>> print(f.listing(np.array([1.0, 2.0]), 3), end="")
-    def replay(v0):
-        v1 = power(v0, c1)
-        v2 = sum(v1, **c3)
-        return _scalar(v2)
+    Args:
+        fun: the function; its arguments and result are trees of arrays.
+        static_argnums: positional arguments that are part of the signature by value
+            (hashable: loop counts, flags, strings) rather than traced.
+
+    Returns:
+        A function with ``fun``'s type, and a ``listing(*args)`` method.
+
+    Examples:
+        >>> import numpy as np, rune
+        >>> f = rune.jit(lambda x, n: np.sum(x ** n), static_argnums=1)
+        >>> f(np.array([1.0, 2.0]), 3)
+        np.float64(9.0)
+        >>> print(f.listing(np.array([1.0, 2.0]), 3), end="")
+        def replay(v0):
+            v1 = power(v0, c1)
+            v2 = sum(v1, **c3)
+            return _scalar(v2)
+
+    See also:
+        [`grad`][rune.grad] and the other transformations, which ``jit`` records like
+        any NumPy code: ``jit(grad(f))`` replays the whole gradient computation.
     """
     if isinstance(static_argnums, int):
         static_argnums = (static_argnums,)

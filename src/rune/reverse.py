@@ -18,9 +18,12 @@ from .api_util import (
     as_array,
     check_aux_pair,
     check_diff_args,
+    check_holomorphic,
+    check_holomorphic_out,
     check_leaves,
     check_scalar_output,
     diff_fn,
+    dtype_of,
     is_diff_leaf,
     to_user,
     unalias,
@@ -36,7 +39,7 @@ from .typing import ArgNums, P, T
 Pullback = Callable[[Any], tuple[Any, ...]]
 
 _ndarray = np.ndarray
-__all__ = ["vjp", "grad", "value_and_grad", "stop_gradient"]
+__all__ = ["vjp", "grad", "value_and_grad", "elementwise_grad", "stop_gradient"]
 
 
 def _stop(x, trace):
@@ -52,18 +55,34 @@ def vjp(f: Callable[..., Any], *primals: Any,
 @overload
 def vjp(f: Callable[..., Any], *primals: Any,
         has_aux: Literal[True]) -> tuple[Any, Pullback, Any]: ...
+@overload
+def vjp(f: Callable[..., Any], *primals: Any, has_aux: bool) -> tuple[Any, ...]: ...
 def vjp(f: Callable[..., Any], *primals: Any,
-        has_aux: bool = False) -> tuple[Any, Pullback] | tuple[Any, Pullback, Any]:
+        has_aux: bool = False) -> tuple[Any, ...]:
     """The output of ``f(*primals)`` and its pullback (reverse mode).
 
-    Returns ``(out, pullback)`` (and ``aux`` with ``has_aux``).
-    ``pullback(ct)`` takes a cotangent tree shaped like ``out`` and returns a
-    tuple with one cotangent tree per primal; it may be called many times.
+    ``pullback(ct)`` takes a cotangent tree shaped like ``out`` and returns a tuple with one
+    cotangent tree per primal (each shaped like its primal); it may be called many times,
+    and reads the primals as they were when ``vjp`` ran.
 
-    >>> import numpy as np, rune
-    >>> out, pullback = rune.vjp(lambda x: np.sin(x) * 2.0, np.array([0.0, 1.0]))
-    >>> pullback(np.ones(2))[0]
-    array([2.        , 1.08060461])
+    Args:
+        f: the function, called as ``f(*primals)``; its arguments and result are trees.
+        *primals: the point: one tree per positional argument of ``f``.
+        has_aux: ``f`` returns a pair ``(out, aux)``; ``aux`` is returned as it is,
+            without derivative.
+
+    Returns:
+        ``(out, pullback)``, or ``(out, pullback, aux)`` with ``has_aux``.
+
+    Examples:
+        >>> import numpy as np, rune
+        >>> out, pullback = rune.vjp(lambda x: np.sin(x) * 2.0, np.array([0.0, 1.0]))
+        >>> pullback(np.ones(2))[0]
+        array([2.        , 1.08060461])
+
+    See also:
+        [`grad`][rune.grad] (a VJP seeded with 1), [`jvp`][rune.jvp] (forward mode),
+        [`jacrev`][rune.jacrev] (one VJP per output element).
     """
     out, pullback, aux, _, _ = _vjp(f, primals, has_aux)
     if has_aux:
@@ -185,7 +204,7 @@ def _check_leaks(leaks, in_nodes, out_nodes, in_tree):
                 f"rune.stop_gradient(...) of the value to say that a zero derivative is "
                 f"what you want")
 _HAS_SHAPE = (np.ndarray, np.generic, Tracer)
-_ONES: dict = {}
+_ONES: dict[Any, Any] = {}
 
 
 def _one(dtype):
@@ -199,29 +218,58 @@ def _one(dtype):
     return one
 
 
+@overload
+def value_and_grad(f: np.ufunc, argnums: ArgNums = 0, has_aux: bool = False,
+                   allow_int: bool = False, *,
+                   holomorphic: bool = False) -> Callable[..., tuple[Any, Any]]: ...
+@overload
 def value_and_grad(f: Callable[P, Any], argnums: ArgNums = 0, has_aux: bool = False,
-                   allow_int: bool = False) -> Callable[P, tuple[Any, Any]]:
-    """A function returning ``(f(*args), gradient)``; ``((value, aux), grad)`` with ``has_aux``.
+                   allow_int: bool = False, *,
+                   holomorphic: bool = False) -> Callable[P, tuple[Any, Any]]: ...
+def value_and_grad(f: Callable[P, Any], argnums: ArgNums = 0, has_aux: bool = False,
+                   allow_int: bool = False, *,
+                   holomorphic: bool = False) -> Callable[P, tuple[Any, Any]]:
+    """A function returning ``(f(*args), gradient)``, in one pass.
 
-    Differentiating with respect to an argument none of whose leaves is floating
-    raises TypeError, unless ``allow_int=True`` (zero gradients); integer leaves
-    beside floating ones in one argument get zero gradients.
+    Arguments and options as in [`grad`][rune.grad]; with ``has_aux`` the function returns
+    ``((value, aux), gradient)``.
 
-    >>> import numpy as np, rune
-    >>> rune.value_and_grad(lambda x: np.sum(x ** 2))(np.array([1.0, 2.0]))
-    (np.float64(5.0), array([2., 4.]))
+    Args:
+        f: a function returning a scalar (a 0-d array or a Python float).
+        argnums: which positional argument(s) to differentiate: an int, or a tuple of
+            ints for a tuple of gradients.
+        has_aux: ``f`` returns ``(value, aux)``; ``aux`` is passed through.
+        allow_int: an argument none of whose leaves is floating gets zero gradients
+            instead of a TypeError (integer leaves beside floating ones always do).
+        holomorphic: ``f`` is holomorphic (complex in, complex out): the gradient is the
+            complex derivative ``f'(z)``; inputs and output must be complex.
+
+    Returns:
+        A function with ``f``'s parameters returning ``(value, gradient)``.
+
+    Examples:
+        >>> import numpy as np, rune
+        >>> rune.value_and_grad(lambda x: np.sum(x ** 2))(np.array([1.0, 2.0]))
+        (np.float64(5.0), array([2., 4.]))
+
+    See also:
+        [`grad`][rune.grad], [`vjp`][rune.vjp].
     """
     def value_and_grad_f(*args, **kwargs):
         if first_only and len(args) == 1 and not kwargs and type(args[0]) is _ndarray \
-                and args[0].dtype.kind in "fc":       # grad(f)(x) of one float array
+                and args[0].dtype.kind in "fc" and not holomorphic:   # grad(f)(x), one array
             out, _, aux, pull, in_tree = _vjp(f, args, has_aux, False)
             single, pick = True, None
         else:
             single, nums = argnums_tuple(argnums, len(args))
             check_diff_args(args, nums, allow_int, "grad", f)
+            if holomorphic:
+                check_holomorphic(args, nums, "grad", f)
             g, diff_args, pick = diff_fn(f, args, nums, kwargs)
             out, _, aux, pull, in_tree = _vjp(g, tuple(diff_args), has_aux, False)
         check_scalar_output(out)        # (so the output is one leaf: its seed is the list)
+        if holomorphic:
+            check_holomorphic_out(out, "grad")
         grads = tree_util.unflatten(in_tree, pull(
             [_one(out.dtype if hasattr(out, "dtype") else type(out))]))
         if pick is not None:
@@ -236,19 +284,53 @@ def value_and_grad(f: Callable[P, Any], argnums: ArgNums = 0, has_aux: bool = Fa
     return value_and_grad_f
 
 
+@overload
+def grad(f: np.ufunc, argnums: ArgNums = 0, has_aux: bool = False,
+         allow_int: bool = False, *, holomorphic: bool = False) -> Callable[..., Any]: ...
+@overload
 def grad(f: Callable[P, Any], argnums: ArgNums = 0, has_aux: bool = False,
-         allow_int: bool = False) -> Callable[P, Any]:
+         allow_int: bool = False, *, holomorphic: bool = False) -> Callable[P, Any]: ...
+def grad(f: Callable[P, Any], argnums: ArgNums = 0, has_aux: bool = False,
+         allow_int: bool = False, *, holomorphic: bool = False) -> Callable[P, Any]:
     """The gradient of a scalar-valued ``f`` with respect to argument(s) ``argnums``.
 
-    The gradient has the argument's structure: the gradient of a dataclass
-    is that dataclass, each leaf in its own dtype.  With ``has_aux``,
-    returns ``(grad, aux)``.  ``allow_int`` as in :func:`value_and_grad`.
+    The gradient has the argument's structure: the gradient of a dataclass is that
+    dataclass, each leaf in its own dtype.  For a real-valued ``f`` of complex ``z = x + iy``
+    it is ``df/dx - i df/dy`` (JAX's convention, see the complex-numbers page).
 
-    >>> import numpy as np, rune
-    >>> rune.grad(lambda x: np.sum(np.sin(x)))(np.array([0.0, np.pi]))
-    array([ 1., -1.])
+    Args:
+        f: a function returning a scalar (a 0-d array or a Python float).
+        argnums: which positional argument(s) to differentiate: an int, or a tuple of
+            ints for a tuple of gradients.
+        has_aux: ``f`` returns ``(value, aux)``; the result is then ``(gradient, aux)``.
+        allow_int: an argument none of whose leaves is floating gets zero gradients
+            instead of a TypeError (integer leaves beside floating ones always do).
+        holomorphic: ``f`` is holomorphic (complex in, complex out): the gradient is the
+            complex derivative ``f'(z)``; inputs and output must be complex (as in JAX).
+            Without it a complex output is differentiated as its real part, which for a
+            holomorphic ``f`` gives the same ``f'(z)``.
+
+    Returns:
+        A function with ``f``'s parameters returning the gradient (``(gradient, aux)``
+        with ``has_aux``).
+
+    Raises:
+        TypeError: ``f`` returns a non-scalar or integer value, or an argument has no
+            floating leaf (see ``allow_int``).
+
+    Examples:
+        >>> import numpy as np, rune
+        >>> rune.grad(lambda x: np.sum(np.sin(x)))(np.array([0.0, np.pi]))
+        array([ 1., -1.])
+        >>> rune.grad(lambda z: z ** 2, holomorphic=True)(1.0 + 2.0j)
+        (2+4j)
+
+    See also:
+        [`value_and_grad`][rune.value_and_grad], [`vjp`][rune.vjp],
+        [`elementwise_grad`][rune.elementwise_grad], [`jacrev`][rune.jacrev],
+        [`hessian`][rune.hessian].
     """
-    vg = value_and_grad(f, argnums, has_aux, allow_int)
+    vg = value_and_grad(f, argnums, has_aux, allow_int, holomorphic=holomorphic)
 
     def grad_f(*args, **kwargs):
         res = vg(*args, **kwargs)
@@ -266,9 +348,19 @@ def stop_gradient(x: T) -> T:
 
     Under ``vmap`` the batch is kept; otherwise the result is a plain array.
 
-    >>> import numpy as np, rune
-    >>> rune.grad(lambda x: np.sum(x * rune.stop_gradient(x)))(np.array([3.0]))
-    array([3.])
+    Args:
+        x: an array, a number or a tree of them.
+
+    Returns:
+        ``x``'s value, seen as a constant by the transformations around it.
+
+    Examples:
+        >>> import numpy as np, rune
+        >>> rune.grad(lambda x: np.sum(x * rune.stop_gradient(x)))(np.array([3.0]))
+        array([3.])
+
+    See also:
+        [`grad`][rune.grad], [`custom_vjp`][rune.custom_vjp] (a derivative of your own).
     """
     return tree_util.map(_stopped, x)
 
@@ -282,3 +374,52 @@ def _stopped(x):
     return x
 
 
+
+
+@overload
+def elementwise_grad(f: np.ufunc, argnums: ArgNums = 0) -> Callable[..., Any]: ...
+@overload
+def elementwise_grad(f: Callable[P, Any], argnums: ArgNums = 0) -> Callable[P, Any]: ...
+def elementwise_grad(f: Callable[P, Any], argnums: ArgNums = 0) -> Callable[P, Any]:
+    """The gradient of the sum of ``f``'s outputs (autograd's ``elementwise_grad``): one
+    pullback of a cotangent of ones, so for an elementwise ``f`` the derivative of each
+    element, without forming a Jacobian.
+
+    For an ``f`` whose Jacobian is not diagonal it is the sum of the Jacobian's rows
+    (``ones @ J``), not its diagonal.
+
+    Args:
+        f: a function returning an array or a tree of floating arrays.
+        argnums: which positional argument(s) to differentiate: an int, or a tuple of
+            ints for a tuple of gradients.
+
+    Returns:
+        A function with ``f``'s parameters returning the gradient, shaped like the
+        argument(s).
+
+    Examples:
+        >>> import numpy as np, rune
+        >>> rune.elementwise_grad(np.tanh)(np.array([0.0, 1.0]))
+        array([1.        , 0.41997434])
+
+    See also:
+        [`grad`][rune.grad] (scalar outputs), [`vjp`][rune.vjp] (any cotangent),
+        [`jacrev`][rune.jacrev] (the whole Jacobian).
+    """
+    def elementwise_grad_f(*args, **kwargs):
+        single, nums = argnums_tuple(argnums, len(args))
+        check_diff_args(args, nums, False, "elementwise_grad", f)
+        g, diff_args, pick = diff_fn(f, args, nums, kwargs)
+        out, _, _, pull, in_tree = _vjp(g, tuple(diff_args), False, False)
+        out_leaves, out_tree = tree_util.flatten(out)
+        check_leaves(out_leaves, out_tree, "out", "elementwise_grad")
+        for path, o in zip(tree_util.leaf_paths(out_tree, "out"), out_leaves):
+            if dtype_of(o).kind not in "fc":
+                raise TypeError(f"elementwise_grad needs floating outputs, but {path} has "
+                                f"dtype {dtype_of(o)}")
+        ones = [np.ones(np.shape(o), dtype_of(o)) for o in out_leaves]
+        grads = pick(tree_util.unflatten(in_tree, pull(ones)))
+        return grads[0] if single else grads
+
+    wrap_name(elementwise_grad_f, f, "elementwise_grad")
+    return elementwise_grad_f

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from . import tree as tree_util
-from .api_util import arg_names, check_leaves, is_diff_leaf
+from .api_util import arg_names, check_leaves, fun_name, is_diff_leaf, signature
 from .forward import jvp
 from .reverse import vjp
 
@@ -120,7 +120,7 @@ def _compare_elems(a, b, rtol, atol):
     return worst
 
 
-def check_grads(f: Callable[..., Any], *args: Any, order: int = 2,
+def check_grads(f: Callable[..., Any], *args: Any, order: int | None = None,
                 modes: str | Sequence[str] = ("fwd", "rev"), eps: float | None = None,
                 rtol: float | None = None, atol: float | None = None, seed: int = 0) -> None:
     """Raise ``AssertionError`` naming the worst leaf path if rune's derivatives of ``f``
@@ -128,6 +128,14 @@ def check_grads(f: Callable[..., Any], *args: Any, order: int = 2,
 
     Returns ``None`` when every check passes; ``f``'s inputs are passed read-only, so a
     rule or an ``f`` that writes into its input fails too.
+
+    Two call forms: rune's ``check_grads(f, x, y, order=2)`` (the point as separate
+    arguments) and JAX's ``check_grads(f, (x, y), 2)`` (a tuple or list of the arguments,
+    then the order, positional).  A call with a tuple or list and then an int is read as
+    JAX's form unless only rune's reading fits ``f``'s signature (an ``f(pair, n)``); a
+    single tuple is one argument of ``f`` (rune's form) unless only JAX's reading fits.
+    Where both readings fit and ``f`` then fails, its error says how the call was read
+    and how to write the other; pass ``order`` by keyword to force rune's form.
 
     Args:
         f: the function, called as ``f(*args)``; its arguments and result are trees.
@@ -151,10 +159,59 @@ def check_grads(f: Callable[..., Any], *args: Any, order: int = 2,
         AssertionError: naming the mode, the leaf path (``args[0]['w']``), the order,
             the error and the tolerance of the worst disagreement.
 
-    >>> import numpy as np, rune
-    >>> rune.check_grads(lambda x: np.sin(x) * x, np.array([0.3, 1.2]))
+    Examples:
+        >>> import numpy as np, rune
+        >>> rune.check_grads(lambda x: np.sin(x) * x, np.array([0.3, 1.2]))
+        >>> rune.check_grads(lambda x, y: x * y, (np.array([0.3]), np.array([2.0])), 1)
+
+    See also:
+        [`jvp`][rune.jvp] and [`vjp`][rune.vjp], whose results are checked.
     """
-    _check(f, args, order, modes, eps, rtol, atol, seed, 1)
+    args, order, read_as = _call_form(f, args, order)
+    try:
+        _check(f, args, order, modes, eps, rtol, atol, seed, 1)
+    except (TypeError, AttributeError, IndexError) as e:
+        if read_as is None:
+            raise
+        if read_as == "rune":
+            hint = (f"check_grads called {fun_name(f)} with one tuple or list argument, "
+                    f"rune's form check_grads(f, *args); for JAX's form give the order "
+                    f"positionally, check_grads(f, args, order), or unpack: check_grads("
+                    f"f, *args, order=...)")
+        else:
+            hint = (f"check_grads read the call as JAX's check_grads(f, args, order), "
+                    f"calling {fun_name(f)} with the tuple's {len(args)} entries; to pass "
+                    f"the tuple and the int as {fun_name(f)}'s two arguments (rune's form), "
+                    f"give order by keyword")
+        e.add_note(hint)
+        raise
+
+
+def _call_form(f, args, order):
+    """``(args, order, read_as)``: the point and order of a call in rune's form or JAX's
+    (see ``check_grads``); ``read_as``: the form read where the other would also fit
+    ("rune" or "jax"), None where only one fits."""
+    def fits(a):
+        try:
+            signature(f).bind(*a)
+            return True
+        except TypeError:
+            return False
+        except ValueError:      # no signature to read
+            return None
+
+    if order is None and len(args) == 2 and isinstance(args[0], (tuple, list)) and \
+            isinstance(args[1], (int, np.integer)) and not isinstance(args[1], (bool, np.bool_)):
+        rune_fits = fits(args) and fits(args[:1]) is False   # (the int is not optional)
+        jax_fits = fits(tuple(args[0]))
+        if not (rune_fits and jax_fits is False):               # JAX's check_grads(f, args, 2)
+            return tuple(args[0]), int(args[1]), "jax" if rune_fits else None
+    elif len(args) == 1 and isinstance(args[0], (tuple, list)):
+        jax_fits = fits(tuple(args[0]))
+        if jax_fits and fits(args) is False:
+            return tuple(args[0]), 2 if order is None else order, None
+        return args, 2 if order is None else order, "rune" if jax_fits else None
+    return args, 2 if order is None else order, None
 
 
 def _check(f, args, order, modes, eps, rtol, atol, seed, depth):

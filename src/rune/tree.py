@@ -2,18 +2,11 @@
 
 Tuples, lists, dicts (key order kept), ``None`` (an empty node),
 NamedTuples and dataclasses are trees out of the box; any other class joins
-with :func:`register` or the two methods ``__rune_flatten__(self) ->
+with [`register`][rune.tree.register] or the two methods ``__rune_flatten__(self) ->
 (children, aux)`` and the classmethod ``__rune_unflatten__(cls, aux,
 children)``.  Everything else is a leaf.  Dataclass fields with
 ``field(metadata={"static": True})`` are part of the structure, not leaves.
 Records are rebuilt without running ``__init__``/``__post_init__``.
-
->>> import rune
->>> leaves, treedef = rune.tree.flatten({"a": 1.0, "b": (2.0, None)})
->>> leaves
-[1.0, 2.0]
->>> rune.tree.unflatten(treedef, [10.0, 20.0])
-{'a': 10.0, 'b': (20.0, None)}
 """
 
 from __future__ import annotations
@@ -48,18 +41,25 @@ _AS_LEAF = object()     # the aux of a node that stands for its one child (rune.
 
 def register(cls: type, flatten: Callable[[Any], tuple[Iterable[Any], Any]],
              unflatten: Callable[[Any, list[Any]], Any]) -> None:
-    """Make ``cls`` a tree node.
+    """Make ``cls`` a tree node (JAX's ``register_pytree_node``).
 
-    ``flatten(obj) -> (children, aux)`` and ``unflatten(aux, children) -> obj``
-    (JAX's convention); ``aux`` must be hashable: it is part of the structure.
+    Args:
+        cls: the class.
+        flatten: ``flatten(obj) -> (children, aux)``; ``aux`` must be hashable: it is
+            part of the structure.
+        unflatten: ``unflatten(aux, children) -> obj``.
 
-    >>> import rune
-    >>> class Pair:
-    ...     def __init__(self, a, b): self.a, self.b = a, b
-    >>> rune.tree.register(Pair, lambda p: ((p.a, p.b), None),
-    ...                    lambda aux, ch: Pair(*ch))
-    >>> rune.tree.leaves(Pair(1.0, 2.0))
-    [1.0, 2.0]
+    Examples:
+        >>> import rune
+        >>> class Pair:
+        ...     def __init__(self, a, b): self.a, self.b = a, b
+        >>> rune.tree.register(Pair, lambda p: ((p.a, p.b), None),
+        ...                    lambda aux, ch: Pair(*ch))
+        >>> rune.tree.leaves(Pair(1.0, 2.0))
+        [1.0, 2.0]
+
+    See also:
+        [`flatten`][rune.tree.flatten]; dataclasses and NamedTuples need no registering.
     """
     if not isinstance(cls, type):
         raise TypeError(f"rune.tree.register takes a class first, got {type(cls).__name__}")
@@ -149,7 +149,16 @@ def _node_type(cls):
 
 
 class TreeDef:
-    """The structure of a tree: node types, their ``aux`` data and the leaves' places."""
+    """The structure of a tree: node types, their ``aux`` data and the leaves' places.
+
+    Equal structures compare equal and hash alike; ``num_leaves`` is the number of leaves.
+
+    Examples:
+        >>> import rune
+        >>> td = rune.tree.structure({"a": 1.0, "b": (2.0, 3.0)})
+        >>> td.num_leaves, td == rune.tree.structure({"a": 0, "b": (0, 0)})
+        (3, True)
+    """
 
     __slots__ = ("node_cls", "aux", "children", "num_leaves", "_hash")
 
@@ -200,11 +209,27 @@ _LEAF_TUPLES = [TreeDef(tuple, None, (_LEAF_DEF,) * n) for n in range(8)]   # (x
 
 
 def flatten(tree: PyTree, is_leaf: IsLeaf = None) -> tuple[list[Any], TreeDef]:
-    """``(leaves, treedef)``: the leaves in order and what rebuilds the tree.
+    """The leaves of ``tree`` in order, and what rebuilds the tree.
 
-    ``is_leaf(node) -> bool``, if given, stops the flattening at the nodes it accepts (as
-    JAX's ``is_leaf``): ``flatten(((1, 2), 3), is_leaf=lambda t: type(t) is tuple and
-    len(t) == 2 and t[1] == 2)`` has the leaves ``[(1, 2), 3]``.
+    Args:
+        tree: a tree (tuples, lists, dicts, ``None``, NamedTuples, dataclasses,
+            registered classes) of leaves.
+        is_leaf: ``is_leaf(node) -> bool`` stops the flattening at the nodes it accepts
+            (as JAX's ``is_leaf``).
+
+    Returns:
+        ``(leaves, treedef)``.
+
+    Examples:
+        >>> import rune
+        >>> rune.tree.flatten({"a": 1.0, "b": (2.0, None)})
+        ([1.0, 2.0], dict(*, tuple(*, NoneType())))
+        >>> rune.tree.flatten(((1, 2), 3), is_leaf=lambda t: t == (1, 2))[0]
+        [(1, 2), 3]
+
+    See also:
+        [`unflatten`][rune.tree.unflatten], [`leaves`][rune.tree.leaves],
+        [`flatten_with_paths`][rune.tree.flatten_with_paths].
     """
     if is_leaf is None:     # at every transformation's boundary: an array, a tuple of them
         node, get = _registry.get(type(tree), 0), _registry.get
@@ -251,7 +276,25 @@ def _flatten(tree, leaves, is_leaf=None):
 
 
 def unflatten(treedef: TreeDef, leaves: Iterable[Any]) -> PyTree:
-    """Rebuild a tree of ``treedef``'s structure from ``leaves``."""
+    """Rebuild a tree of ``treedef``'s structure from ``leaves``.
+
+    Args:
+        treedef: the structure, from [`flatten`][rune.tree.flatten] or
+            [`structure`][rune.tree.structure].
+        leaves: one leaf per leaf of ``treedef``, in order.
+
+    Returns:
+        The tree (records are rebuilt without running their ``__init__``).
+
+    Examples:
+        >>> import rune
+        >>> leaves, treedef = rune.tree.flatten({"a": 1.0, "b": (2.0, None)})
+        >>> rune.tree.unflatten(treedef, [10.0, 20.0])
+        {'a': 10.0, 'b': (20.0, None)}
+
+    See also:
+        [`flatten`][rune.tree.flatten], [`map`][rune.tree.map].
+    """
     if not isinstance(treedef, TreeDef):
         raise TypeError(f"unflatten takes a TreeDef (from rune.tree.flatten or "
                         f"rune.tree.structure) as its first argument, got a "
@@ -280,17 +323,66 @@ def _unflatten(treedef, it):
 
 
 def leaves(tree: PyTree, is_leaf: IsLeaf = None) -> list[Any]:
-    """The leaves of ``tree``, in order."""
+    """The leaves of ``tree``, in order.
+
+    Args:
+        tree: a tree.
+        is_leaf: as in [`flatten`][rune.tree.flatten].
+
+    Returns:
+        A list of the leaves.
+
+    Examples:
+        >>> import rune
+        >>> rune.tree.leaves({"a": 1.0, "b": (2.0, None)})
+        [1.0, 2.0]
+
+    See also:
+        [`flatten`][rune.tree.flatten], [`leaves_with_path`][rune.tree.leaves_with_path].
+    """
     return flatten(tree, is_leaf)[0]
 
 
 def structure(tree: PyTree, is_leaf: IsLeaf = None) -> TreeDef:
-    """The :class:`TreeDef` of ``tree``."""
+    """The structure of ``tree``, without its leaves.
+
+    Args:
+        tree: a tree.
+        is_leaf: as in [`flatten`][rune.tree.flatten].
+
+    Returns:
+        Its [`TreeDef`][rune.tree.TreeDef].
+
+    Examples:
+        >>> import rune
+        >>> rune.tree.structure([1.0, (2.0, 3.0)])
+        list(*, tuple(*, *))
+
+    See also:
+        [`flatten`][rune.tree.flatten], [`transpose`][rune.tree.transpose].
+    """
     return flatten(tree, is_leaf)[1]
 
 
 def leaf_paths(treedef: TreeDef, root: str = "") -> list[str]:
-    """The path of each leaf of ``treedef`` as a string like ``params.layers[2].w``."""
+    """The path of each leaf of ``treedef``, as rune's error messages name them.
+
+    Args:
+        treedef: a structure.
+        root: the name the paths start with.
+
+    Returns:
+        One string per leaf, like ``params.layers[2].w``.
+
+    Examples:
+        >>> import rune
+        >>> rune.tree.leaf_paths(rune.tree.structure({"w": [0.0, 0.0]}), "params")
+        ["params['w'][0]", "params['w'][1]"]
+
+    See also:
+        [`flatten_with_paths`][rune.tree.flatten_with_paths],
+        [`map_with_path`][rune.tree.map_with_path].
+    """
     out: list[Any] = []
     _paths(treedef, root, out)
     return out
@@ -306,7 +398,24 @@ def _paths(td, prefix, out):
 
 
 def flatten_with_paths(tree: PyTree, root: str = "") -> list[tuple[str, Any]]:
-    """``[(path, leaf), ...]`` for every leaf of ``tree``."""
+    """Every leaf of ``tree`` with its path.
+
+    Args:
+        tree: a tree.
+        root: the name the paths start with.
+
+    Returns:
+        ``[(path, leaf), ...]``.
+
+    Examples:
+        >>> import rune
+        >>> rune.tree.flatten_with_paths({"w": 1.0, "b": (2.0,)}, "p")
+        [("p['w']", 1.0), ("p['b'][0]", 2.0)]
+
+    See also:
+        [`leaf_paths`][rune.tree.leaf_paths],
+        [`leaves_with_path`][rune.tree.leaves_with_path] (JAX's name, root ``tree``).
+    """
     lv, td = flatten(tree)
     return list(zip(leaf_paths(td, root), lv))
 
@@ -346,9 +455,22 @@ def check_same(a, b, root="", what="trees"):
 def map(f: Callable[..., Any], tree: PyTree, *rest: PyTree, is_leaf: IsLeaf = None) -> PyTree:
     """Apply ``f`` to the leaves of ``tree`` (and the matching leaves of ``rest``).
 
-    >>> import rune
-    >>> rune.tree.map(lambda a, b: a + b, {"x": 1, "y": (2,)}, {"x": 10, "y": (20,)})
-    {'x': 11, 'y': (22,)}
+    Args:
+        f: called as ``f(leaf, *matching_leaves)``.
+        tree: a tree; the result has its structure.
+        *rest: trees of the same structure (or with ``tree``'s structure as a prefix).
+        is_leaf: as in [`flatten`][rune.tree.flatten].
+
+    Returns:
+        A tree of ``tree``'s structure with ``f``'s results as leaves.
+
+    Examples:
+        >>> import rune
+        >>> rune.tree.map(lambda a, b: a + b, {"x": 1, "y": (2,)}, {"x": 10, "y": (20,)})
+        {'x': 11, 'y': (22,)}
+
+    See also:
+        [`map_with_path`][rune.tree.map_with_path], [`reduce`][rune.tree.reduce].
     """
     lv, td = flatten(tree, is_leaf)
     others = _matching_leaves(td, rest, is_leaf, "rune.tree.map")
@@ -364,60 +486,31 @@ def _matching_leaves(td, rest, is_leaf, what):
     return others
 
 
-def broadcast_prefix(prefix, tree, is_leaf_prefix, root="", what="prefix", of="argument"):
-    """Expand ``prefix`` (a tree prefix of ``tree``) to one entry per leaf of ``tree``.
-
-    A prefix leaf (as decided by ``is_leaf_prefix``) applies to the whole
-    subtree below it.  A mismatch raises ``ValueError`` naming the path.
-    """
-    out = []
-    _broadcast(prefix, tree, is_leaf_prefix, root, (what, of), out)
-    return out
-
-
-def _broadcast(prefix, tree, is_leaf_prefix, path, what, out):
-    if is_leaf_prefix(prefix):
-        out.extend([prefix] * len(leaves(tree)))
-        return
-    pnode = _node_type(type(prefix))
-    tnode = _node_type(type(tree))
-    if pnode is _LEAF or tnode is _LEAF or type(prefix) is not type(tree) and not (
-            isinstance(prefix, (tuple, list)) and isinstance(tree, (tuple, list))
-            and pnode is _registry.get(type(prefix)) and tnode is _registry.get(type(tree))):
-        kind = "a leaf (an array)" if tnode is _LEAF else f"a {type(tree).__name__}"
-        raise ValueError(f"{what[0]} is not a tree prefix of the {what[1]}s: at "
-                         f"{path or '<root>'} it has a {type(prefix).__name__} "
-                         f"({prefix!r:.40}) where the {what[1]} has {kind}")
-    pch, paux = pnode.flatten(prefix)
-    tch, taux = tnode.flatten(tree)
-    if len(pch) != len(tch) or (isinstance(tree, dict) and list(prefix) != list(tree)):
-        raise ValueError(f"{what[0]} is not a tree prefix of the {what[1]}s: at "
-                         f"{path or '<root>'} it has {len(pch)} entries "
-                         f"({_node_keys_text(prefix, pnode, paux, pch)}) where the {what[1]} "
-                         f"has {len(tch)} ({_node_keys_text(tree, tnode, taux, tch)})")
-    keys = tnode.keys(taux, len(tch))
-    for k, p, t in zip(keys, pch, tch):
-        _broadcast(p, t, is_leaf_prefix, path + k, what, out)
-
-
-def _node_keys_text(obj, node, aux, ch):
-    if isinstance(obj, dict):
-        return f"keys {list(obj)}"
-    return type(obj).__name__
-
-
 # --------------------------------------------------------------------------
 # JAX's tree utilities beyond flatten/unflatten/map
 # --------------------------------------------------------------------------
 
 def map_with_path(f: Callable[..., Any], tree: PyTree, *rest: PyTree,
                   is_leaf: IsLeaf = None) -> PyTree:
-    """``f(path, leaf, *others)`` for every leaf; ``path`` is a string like ``"tree['w'][0]"``
-    (rune's paths are the ones its error messages use).
+    """[`map`][rune.tree.map] with each leaf's path: ``f(path, leaf, *others)``.
 
-    >>> import rune
-    >>> rune.tree.map_with_path(lambda p, x: p, {"w": 1.0})
-    {'w': "tree['w']"}
+    Args:
+        f: called as ``f(path, leaf, *matching_leaves)``; ``path`` is a string like
+            ``"tree['w'][0]"`` (the paths rune's error messages use).
+        tree: a tree; the result has its structure.
+        *rest: trees of the same structure.
+        is_leaf: as in [`flatten`][rune.tree.flatten].
+
+    Returns:
+        A tree of ``tree``'s structure with ``f``'s results as leaves.
+
+    Examples:
+        >>> import rune
+        >>> rune.tree.map_with_path(lambda p, x: p, {"w": 1.0})
+        {'w': "tree['w']"}
+
+    See also:
+        [`leaves_with_path`][rune.tree.leaves_with_path], [`leaf_paths`][rune.tree.leaf_paths].
     """
     lv, td = flatten(tree, is_leaf)
     others = _matching_leaves(td, rest, is_leaf, "rune.tree.map_with_path")
@@ -426,11 +519,22 @@ def map_with_path(f: Callable[..., Any], tree: PyTree, *rest: PyTree,
 
 
 def leaves_with_path(tree: PyTree, is_leaf: IsLeaf = None) -> list[tuple[str, Any]]:
-    """``[(path, leaf), ...]``, as :func:`map_with_path` names them.
+    """Every leaf with its path, as [`map_with_path`][rune.tree.map_with_path] names them.
 
-    >>> import rune
-    >>> rune.tree.leaves_with_path((1.0, {"b": 2.0}))
-    [('tree[0]', 1.0), ("tree[1]['b']", 2.0)]
+    Args:
+        tree: a tree.
+        is_leaf: as in [`flatten`][rune.tree.flatten].
+
+    Returns:
+        ``[(path, leaf), ...]``.
+
+    Examples:
+        >>> import rune
+        >>> rune.tree.leaves_with_path((1.0, {"b": 2.0}))
+        [('tree[0]', 1.0), ("tree[1]['b']", 2.0)]
+
+    See also:
+        [`flatten_with_paths`][rune.tree.flatten_with_paths], [`leaves`][rune.tree.leaves].
     """
     lv, td = flatten(tree, is_leaf)
     return list(zip(leaf_paths(td, "tree"), lv))
@@ -443,9 +547,22 @@ def reduce(f: Callable[[Any, Any], Any], tree: PyTree, initializer: Any = _NO_IN
            is_leaf: IsLeaf = None) -> Any:
     """``functools.reduce(f, leaves(tree)[, initializer])``.
 
-    >>> import rune
-    >>> rune.tree.reduce(lambda a, b: a + b, {"x": 1, "y": (2, 3)})
-    6
+    Args:
+        f: a function of two values.
+        tree: a tree.
+        initializer: the first value (none: the first leaf).
+        is_leaf: as in [`flatten`][rune.tree.flatten].
+
+    Returns:
+        The reduction of the leaves.
+
+    Examples:
+        >>> import rune
+        >>> rune.tree.reduce(lambda a, b: a + b, {"x": 1, "y": (2, 3)})
+        6
+
+    See also:
+        [`leaves`][rune.tree.leaves], [`map`][rune.tree.map].
     """
     lv = leaves(tree, is_leaf)
     if initializer is _NO_INITIAL:
@@ -458,10 +575,22 @@ def transpose(outer_treedef: TreeDef, inner_treedef: TreeDef, tree: PyTree) -> P
     tree of ``inner_treedef`` whose leaves are trees of ``outer_treedef`` (JAX's
     ``tree_transpose``).
 
-    >>> import rune
-    >>> outer, inner = rune.tree.structure([0, 0]), rune.tree.structure((0, 0))
-    >>> rune.tree.transpose(outer, inner, [(1, 2), (3, 4)])
-    ([1, 3], [2, 4])
+    Args:
+        outer_treedef: the structure of the outer tree.
+        inner_treedef: the structure of each of its leaves.
+        tree: the tree to transpose.
+
+    Returns:
+        The transposed tree.
+
+    Examples:
+        >>> import rune
+        >>> outer, inner = rune.tree.structure([0, 0]), rune.tree.structure((0, 0))
+        >>> rune.tree.transpose(outer, inner, [(1, 2), (3, 4)])
+        ([1, 3], [2, 4])
+
+    See also:
+        [`structure`][rune.tree.structure].
     """
     flat = leaves(tree)
     n_out, n_in = outer_treedef.num_leaves, inner_treedef.num_leaves
@@ -474,13 +603,27 @@ def transpose(outer_treedef: TreeDef, inner_treedef: TreeDef, tree: PyTree) -> P
 
 
 def ravel(tree: PyTree) -> tuple[Any, Callable[[Any], PyTree]]:
-    """``(flat, unravel)``: ``tree``'s leaves in one 1-d array, and its inverse (JAX's
-    ``ravel_pytree``; dtypes, kinds and derivatives: :mod:`rune.tree_ravel`).
+    """``tree``'s leaves in one 1-d array, and the function that gives the tree back (JAX's
+    ``ravel_pytree``).
 
-    >>> import numpy as np, rune
-    >>> flat, unravel = rune.tree.ravel({"a": np.ones(2), "b": 3.0})
-    >>> flat, unravel(flat + 1)
-    (array([1., 1., 3.]), {'a': array([2., 2.]), 'b': 4.0})
+    The leaves go in tree order, in their common dtype; ``unravel(v)`` gives each leaf its
+    own shape, dtype and kind back.  Both directions are traced by the transformations.
+
+    Args:
+        tree: a tree of arrays and numbers.
+
+    Returns:
+        ``(flat, unravel)``.
+
+    Examples:
+        >>> import numpy as np, rune
+        >>> flat, unravel = rune.tree.ravel({"a": np.ones(2), "b": 3.0})
+        >>> flat, unravel(flat + 1)
+        (array([1., 1., 3.]), {'a': array([2., 2.]), 'b': 4.0})
+
+    See also:
+        [`rune.optim.minimize`][rune.optim.minimize] and [`lbfgs`][rune.optim.lbfgs],
+        which ravel records for you.
     """
     lv, td = flatten(tree)
     flat, unravel_leaves = _ravel_leaves(lv, lambda: leaf_paths(td, "tree"))

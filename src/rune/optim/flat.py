@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from .. import tree as tree_util
+from ..tree_prefix import broadcast_prefix
 from ..forward import jvp
 from ..jacobians import hessian
 from ..reverse import grad, value_and_grad
@@ -75,7 +76,7 @@ class FlatProblem:
         params = tree_util.unflatten(self.treedef, self.leaves)
         out = []
         for side, bound, default in (("lower", lower, -np.inf), ("upper", upper, np.inf)):
-            flags = tree_util.broadcast_prefix(
+            flags = broadcast_prefix(
                 bound, params, _is_bound_leaf, f"bounds[{0 if side == 'lower' else 1}]",
                 f"the {side} bound", "parameter")
             parts = []

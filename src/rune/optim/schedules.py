@@ -40,9 +40,20 @@ def _check_steps(value, name, who, positive=True):
 def constant_schedule(value: float) -> Callable[[Any], Any]:
     """``value`` at every step.
 
-    >>> import rune
-    >>> rune.optim.constant_schedule(0.1)(7)
-    0.1
+    Args:
+        value: the value.
+
+    Returns:
+        A schedule: a function of the step (an int or an integer array) giving the
+        value.
+
+    Examples:
+        >>> import rune
+        >>> rune.optim.constant_schedule(0.1)(7)
+        0.1
+
+    See also:
+        [`scale_by_learning_rate`][rune.optim.scale_by_learning_rate].
     """
     _check_number(value, "value", "constant_schedule", low=-np.inf)
     return lambda step: _out(np.full(np.shape(step), value, np.float64))
@@ -53,9 +64,23 @@ def linear_schedule(init_value: float, end_value: float, transition_steps: int,
     """From ``init_value`` (until ``transition_begin``) linearly to ``end_value``, reached
     ``transition_steps`` later and kept.
 
-    >>> import numpy as np, rune
-    >>> rune.optim.linear_schedule(0.0, 1.0, 4)(np.arange(6))
-    array([0.  , 0.25, 0.5 , 0.75, 1.  , 1.  ])
+    Args:
+        init_value: the value before the transition.
+        end_value: the value after it.
+        transition_steps: the transition's length in steps.
+        transition_begin: the step it begins at.
+
+    Returns:
+        A schedule: a function of the step (an int or an integer array) giving the
+        value.
+
+    Examples:
+        >>> import numpy as np, rune
+        >>> rune.optim.linear_schedule(0.0, 1.0, 4)(np.arange(6))
+        array([0.  , 0.25, 0.5 , 0.75, 1.  , 1.  ])
+
+    See also:
+        [`join_schedules`][rune.optim.join_schedules].
     """
     _check_steps(transition_steps, "transition_steps", "linear_schedule")
     _check_steps(transition_begin, "transition_begin", "linear_schedule", positive=False)
@@ -72,9 +97,23 @@ def cosine_decay_schedule(init_value: float, decay_steps: int, alpha: float = 0.
     decay_steps)) / 2`` with ``t = min(step, decay_steps)``: from ``init_value`` down to
     ``alpha * init_value`` at ``decay_steps``.
 
-    >>> import numpy as np, rune
-    >>> np.round(rune.optim.cosine_decay_schedule(1.0, 4)(np.arange(6)), 4)
-    array([1.    , 0.8536, 0.5   , 0.1464, 0.    , 0.    ])
+    Args:
+        init_value: the value at step 0.
+        decay_steps: the steps to the end of the decay.
+        alpha: the final value as a fraction of ``init_value``.
+        exponent: the power of the cosine factor.
+
+    Returns:
+        A schedule: a function of the step (an int or an integer array) giving the
+        value.
+
+    Examples:
+        >>> import numpy as np, rune
+        >>> np.round(rune.optim.cosine_decay_schedule(1.0, 4)(np.arange(6)), 4)
+        array([1.    , 0.8536, 0.5   , 0.1464, 0.    , 0.    ])
+
+    See also:
+        [`warmup_cosine_decay_schedule`][rune.optim.warmup_cosine_decay_schedule].
     """
     _check_steps(decay_steps, "decay_steps", "cosine_decay_schedule")
     _check_number(alpha, "alpha", "cosine_decay_schedule")
@@ -93,9 +132,25 @@ def exponential_decay(init_value: float, transition_steps: int, decay_rate: floa
     ``transition_begin`` (the exponent rounded down with ``staircase``), bounded by
     ``end_value`` if given.
 
-    >>> import numpy as np, rune
-    >>> rune.optim.exponential_decay(1.0, 2, 0.5)(np.arange(5))
-    array([1.        , 0.70710678, 0.5       , 0.35355339, 0.25      ])
+    Args:
+        init_value: the value at the start.
+        transition_steps: the steps per factor ``decay_rate``.
+        decay_rate: the factor per ``transition_steps``.
+        transition_begin: the step the decay begins at.
+        staircase: decay in steps rather than continuously.
+        end_value: a bound the value does not pass, or ``None``.
+
+    Returns:
+        A schedule: a function of the step (an int or an integer array) giving the
+        value.
+
+    Examples:
+        >>> import numpy as np, rune
+        >>> rune.optim.exponential_decay(1.0, 2, 0.5)(np.arange(5))
+        array([1.        , 0.70710678, 0.5       , 0.35355339, 0.25      ])
+
+    See also:
+        [`cosine_decay_schedule`][rune.optim.cosine_decay_schedule].
     """
     _check_steps(transition_steps, "transition_steps", "exponential_decay")
     _check_steps(transition_begin, "transition_begin", "exponential_decay", positive=False)
@@ -118,11 +173,24 @@ def join_schedules(schedules: Sequence[Callable[[Any], Any]],
     """``schedules[i]`` from ``boundaries[i - 1]`` on, each given the steps since its
     boundary.
 
-    >>> import numpy as np, rune
-    >>> s = rune.optim.join_schedules([rune.optim.constant_schedule(1.0),
-    ...                                rune.optim.linear_schedule(1.0, 0.0, 2)], [2])
-    >>> s(np.arange(5))
-    array([1. , 1. , 1. , 0.5, 0. ])
+    Args:
+        schedules: the schedules, in order.
+        boundaries: the steps where each next schedule takes over (one fewer than the
+            schedules).
+
+    Returns:
+        A schedule: a function of the step (an int or an integer array) giving the
+        value.
+
+    Examples:
+        >>> import numpy as np, rune
+        >>> s = rune.optim.join_schedules([rune.optim.constant_schedule(1.0),
+        ...                                rune.optim.linear_schedule(1.0, 0.0, 2)], [2])
+        >>> s(np.arange(5))
+        array([1. , 1. , 1. , 0.5, 0. ])
+
+    See also:
+        [`linear_schedule`][rune.optim.linear_schedule].
     """
     schedules, boundaries = list(schedules), list(boundaries)
     if len(schedules) != len(boundaries) + 1:
@@ -147,10 +215,26 @@ def warmup_cosine_decay_schedule(init_value: float, peak_value: float, warmup_st
     """Linear warmup from ``init_value`` to ``peak_value`` over ``warmup_steps``, then a
     cosine decay to ``end_value`` at step ``decay_steps`` (which counts the warmup).
 
-    >>> import numpy as np, rune
-    >>> s = rune.optim.warmup_cosine_decay_schedule(0.0, 1.0, 2, 6, end_value=0.1)
-    >>> np.round(s(np.arange(8)), 4)
-    array([0.    , 0.5   , 1.    , 0.8682, 0.55  , 0.2318, 0.1   , 0.1   ])
+    Args:
+        init_value: the value at step 0.
+        peak_value: the value at the end of the warmup.
+        warmup_steps: the warmup's length in steps.
+        decay_steps: the step the decay ends at (the warmup included).
+        end_value: the value after the decay.
+        exponent: as in [`cosine_decay_schedule`][rune.optim.cosine_decay_schedule].
+
+    Returns:
+        A schedule: a function of the step (an int or an integer array) giving the
+        value.
+
+    Examples:
+        >>> import numpy as np, rune
+        >>> s = rune.optim.warmup_cosine_decay_schedule(0.0, 1.0, 2, 6, end_value=0.1)
+        >>> np.round(s(np.arange(8)), 4)
+        array([0.    , 0.5   , 1.    , 0.8682, 0.55  , 0.2318, 0.1   , 0.1   ])
+
+    See also:
+        [`adamw`][rune.optim.adamw] (a schedule as its learning rate).
     """
     _check_steps(warmup_steps, "warmup_steps", "warmup_cosine_decay_schedule", positive=False)
     _check_steps(decay_steps, "decay_steps", "warmup_cosine_decay_schedule")

@@ -50,11 +50,18 @@ def minimize(fun: Callable[..., Any], params: Any, args: tuple = (), *,
         callback: ``callback(params_k)`` with the record after each iteration.
         options: SciPy's ``options`` for the method.
 
-    >>> import numpy as np, rune
-    >>> res = rune.optim.minimize(lambda p: (p["a"] - 1) ** 2 + np.sum((p["b"] + 2) ** 2),
-    ...                           {"a": 0.0, "b": np.zeros(2)})
-    >>> res.success, round(res.x["a"], 6), np.round(res.x["b"], 6)
-    (True, 1.0, array([-2., -2.]))
+    Returns:
+        SciPy's ``OptimizeResult``, its ``x`` (and ``jac``) records like ``params``.
+
+    Examples:
+        >>> import numpy as np, rune
+        >>> res = rune.optim.minimize(lambda p: (p["a"] - 1) ** 2 + np.sum((p["b"] + 2) ** 2),
+        ...                           {"a": 0.0, "b": np.zeros(2)})
+        >>> res.success, round(res.x["a"], 6), np.round(res.x["b"], 6)
+        (True, 1.0, array([-2., -2.]))
+
+    See also:
+        [`lbfgs`][rune.optim.lbfgs] (rune's own, no SciPy), [`rune.tree.ravel`][rune.tree.ravel].
     """
     import scipy.optimize as sopt
 

@@ -28,7 +28,8 @@ __all__ = ["lbfgs", "LBFGSResult"]
 
 
 class LBFGSResult(NamedTuple):
-    """What :func:`lbfgs` found: ``x`` and ``grad`` are records like the parameters."""
+    """What [`lbfgs`][rune.optim.lbfgs] found: ``x`` and ``grad`` are records like the
+    parameters."""
 
     x: Any
     fun: float
@@ -49,19 +50,41 @@ def lbfgs(fun: Callable[..., Any], params: Any, args: tuple = (), *, maxiter: in
     Stops when the largest gradient entry is at most ``gtol``, when an iteration lowers
     the loss by at most ``ftol * max(|f|, 1)``, or after ``maxiter`` iterations (then
     ``success`` is False), or when the line search finds no acceptable step
-    (``success`` False, with the reason).  ``callback(params_k)`` is called with the
-    record after every iteration.
+    (``success`` False, with the reason).
 
-    >>> import numpy as np, rune
-    >>> from typing import NamedTuple
-    >>> class Line(NamedTuple):
-    ...     slope: np.ndarray
-    ...     offset: float
-    >>> x, y = np.array([0.0, 1.0, 2.0]), np.array([1.0, 3.0, 5.0])
-    >>> res = rune.optim.lbfgs(lambda p: np.sum((p.slope * x + p.offset - y) ** 2),
-    ...                        Line(np.array(0.0), 0.0))
-    >>> res.success, np.round(res.x.slope, 6), round(res.x.offset, 6)
-    (True, np.float64(2.0), 1.0)
+    Args:
+        fun: the loss ``fun(params, *args)``, a real scalar.
+        params: the starting point: its floating leaves are optimized, its other leaves
+            held fixed.
+        args: extra arguments for ``fun``.
+        maxiter: the most iterations.
+        memory_size: the number of past steps kept for the inverse-Hessian estimate.
+        gtol: stop when the largest gradient entry is at most this.
+        ftol: stop when an iteration lowers the loss by at most ``ftol * max(|f|, 1)``.
+        max_linesearch: the most function evaluations per line search.
+        c1: the strong-Wolfe sufficient-decrease constant.
+        c2: the strong-Wolfe curvature constant (``0 < c1 < c2 < 1``).
+        callback: ``callback(params_k)``, called with the record after every iteration.
+
+    Returns:
+        An [`LBFGSResult`][rune.optim.LBFGSResult]: ``x`` (a record like ``params``),
+        ``fun``, ``grad``, ``nit``, ``nfev``, ``success``, ``message``.
+
+    Examples:
+        >>> import numpy as np, rune
+        >>> from typing import NamedTuple
+        >>> class Line(NamedTuple):
+        ...     slope: np.ndarray
+        ...     offset: float
+        >>> x, y = np.array([0.0, 1.0, 2.0]), np.array([1.0, 3.0, 5.0])
+        >>> res = rune.optim.lbfgs(lambda p: np.sum((p.slope * x + p.offset - y) ** 2),
+        ...                        Line(np.array(0.0), 0.0))
+        >>> res.success, np.round(res.x.slope, 6), round(res.x.offset, 6)
+        (True, np.float64(2.0), 1.0)
+
+    See also:
+        [`minimize`][rune.optim.minimize] (SciPy's methods, bounds and constraints),
+        [`rune.tree.ravel`][rune.tree.ravel].
     """
     problem = FlatProblem(fun, params, args, "lbfgs")
     for name, v in (("maxiter", maxiter), ("memory_size", memory_size),

@@ -27,21 +27,21 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .. import tree as tree_util
+from ..tree_prefix import broadcast_prefix
 from ..core import Tracer
 
 __all__ = ["GradientTransformation", "EmptyState", "ScaleByScheduleState", "TraceState",
            "ScaleByAdamState", "ScaleByRmsState", "ScaleByRStdDevState", "ScaleByRssState",
            "ScaleByLionState", "identity", "chain", "apply_updates", "global_norm", "scale",
-           "scale_by_schedule", "scale_by_learning_rate", "trace", "scale_by_adam",
-           "scale_by_rms", "scale_by_stddev", "scale_by_rss", "scale_by_lion",
-           "clip_by_global_norm", "add_decayed_weights"]
+           "scale_by_schedule", "scale_by_learning_rate", "clip_by_global_norm",
+           "add_decayed_weights"]
 
 Schedule = Callable[[Any], Any]
 
 
 class GradientTransformation(NamedTuple):
     """``init(params) -> state`` and ``update(updates, state, params=None) ->
-    (updates, state)``: an optimizer, or one block of one (see :func:`chain`)."""
+    (updates, state)``: an optimizer, or one block of one (see [`chain`][rune.optim.chain])."""
 
     init: Callable[[Any], Any]
     update: Callable[..., tuple[Any, Any]]
@@ -201,9 +201,16 @@ def _check_rate(value, name, who):
 def identity() -> GradientTransformation:
     """The updates unchanged (``sgd`` without momentum chains it).
 
-    >>> import rune
-    >>> rune.optim.identity().update({"w": 1.0}, rune.optim.EmptyState())[0]
-    {'w': 1.0}
+    Returns:
+        A [`GradientTransformation`][rune.optim.GradientTransformation].
+
+    Examples:
+        >>> import rune
+        >>> rune.optim.identity().update({"w": 1.0}, rune.optim.EmptyState())[0]
+        {'w': 1.0}
+
+    See also:
+        [`chain`][rune.optim.chain], [`sgd`][rune.optim.sgd].
     """
     return GradientTransformation(lambda params: EmptyState(),
                                   lambda updates, state, params=None: (updates, state))
@@ -212,10 +219,22 @@ def identity() -> GradientTransformation:
 def chain(*transforms: GradientTransformation) -> GradientTransformation:
     """Apply ``transforms`` one after another; the state is the tuple of their states.
 
-    >>> import numpy as np, rune
-    >>> opt = rune.optim.chain(rune.optim.clip_by_global_norm(1.0), rune.optim.scale(-0.1))
-    >>> opt.update({"w": np.array([3.0, 4.0])}, opt.init({"w": np.zeros(2)}))[0]
-    {'w': array([-0.06, -0.08])}
+    Args:
+        *transforms: the blocks, applied first to last.
+
+    Returns:
+        A [`GradientTransformation`][rune.optim.GradientTransformation]. Its state is
+        the tuple of the blocks' states.
+
+    Examples:
+        >>> import numpy as np, rune
+        >>> opt = rune.optim.chain(rune.optim.clip_by_global_norm(1.0), rune.optim.scale(-0.1))
+        >>> opt.update({"w": np.array([3.0, 4.0])}, opt.init({"w": np.zeros(2)}))[0]
+        {'w': array([-0.06, -0.08])}
+
+    See also:
+        [`GradientTransformation`][rune.optim.GradientTransformation],
+        [`adam`][rune.optim.adam] (a chain of blocks).
     """
     for i, t in enumerate(transforms):
         if not isinstance(t, GradientTransformation):
@@ -241,9 +260,20 @@ def chain(*transforms: GradientTransformation) -> GradientTransformation:
 def apply_updates(params: Any, updates: Any) -> Any:
     """``params + updates`` leaf by leaf, each result in its parameter's dtype and kind.
 
-    >>> import numpy as np, rune
-    >>> rune.optim.apply_updates({"w": np.ones(2, np.float32)}, {"w": np.array([0.5, 1.0])})
-    {'w': array([1.5, 2. ], dtype=float32)}
+    Args:
+        params: the parameters: a tree.
+        updates: a tree of the same structure, from an ``update``.
+
+    Returns:
+        The new parameters, each leaf in its parameter's dtype and kind.
+
+    Examples:
+        >>> import numpy as np, rune
+        >>> rune.optim.apply_updates({"w": np.ones(2, np.float32)}, {"w": np.array([0.5, 1.0])})
+        {'w': array([1.5, 2. ], dtype=float32)}
+
+    See also:
+        [`GradientTransformation`][rune.optim.GradientTransformation].
     """
     lv, td = tree_util.flatten(params)
     ul = _column(updates, td, "apply_updates", "parameters")
@@ -253,9 +283,19 @@ def apply_updates(params: Any, updates: Any) -> Any:
 def global_norm(updates: Any) -> Any:
     """The 2-norm of all the floating leaves together (a Python float when concrete).
 
-    >>> import numpy as np, rune
-    >>> rune.optim.global_norm({"a": np.array([3.0]), "b": 4.0})
-    5.0
+    Args:
+        updates: a tree; its floating leaves count.
+
+    Returns:
+        The norm (a Python float, or a traced value under a transformation).
+
+    Examples:
+        >>> import numpy as np, rune
+        >>> rune.optim.global_norm({"a": np.array([3.0]), "b": 4.0})
+        5.0
+
+    See also:
+        [`clip_by_global_norm`][rune.optim.clip_by_global_norm].
     """
     total = 0.0
     for x in tree_util.leaves(updates):
@@ -271,9 +311,20 @@ def global_norm(updates: Any) -> Any:
 def scale(step_size: float) -> GradientTransformation:
     """Multiply the updates by ``step_size``.
 
-    >>> import rune
-    >>> rune.optim.scale(-2.0).update([1.5], rune.optim.EmptyState())[0]
-    [-3.0]
+    Args:
+        step_size: the factor.
+
+    Returns:
+        A [`GradientTransformation`][rune.optim.GradientTransformation].
+
+    Examples:
+        >>> import rune
+        >>> rune.optim.scale(-2.0).update([1.5], rune.optim.EmptyState())[0]
+        [-3.0]
+
+    See also:
+        [`scale_by_learning_rate`][rune.optim.scale_by_learning_rate],
+        [`scale_by_schedule`][rune.optim.scale_by_schedule].
     """
     if not isinstance(step_size, Tracer):
         _check_number(step_size, "step_size", "scale", low=-np.inf)
@@ -289,13 +340,24 @@ def scale_by_schedule(step_size_fn: Schedule) -> GradientTransformation:
     """Multiply the updates by ``step_size_fn(count)``, ``count`` the number of updates
     made before this one (0 first).
 
-    >>> import rune
-    >>> t = rune.optim.scale_by_schedule(lambda n: 10.0 ** -n)
-    >>> s = t.init([0.0])
-    >>> u1, s = t.update([1.0], s)
-    >>> u2, s = t.update([1.0], s)
-    >>> u1, u2, int(s.count)
-    ([1.0], [0.1], 2)
+    Args:
+        step_size_fn: ``count -> factor``.
+
+    Returns:
+        A [`GradientTransformation`][rune.optim.GradientTransformation].
+
+    Examples:
+        >>> import rune
+        >>> t = rune.optim.scale_by_schedule(lambda n: 10.0 ** -n)
+        >>> s = t.init([0.0])
+        >>> u1, s = t.update([1.0], s)
+        >>> u2, s = t.update([1.0], s)
+        >>> u1, u2, int(s.count)
+        ([1.0], [0.1], 2)
+
+    See also:
+        [`scale`][rune.optim.scale], the schedules
+        ([`cosine_decay_schedule`][rune.optim.cosine_decay_schedule], ...).
     """
     if not callable(step_size_fn):
         raise TypeError(f"rune.optim.scale_by_schedule takes a callable step -> step size, "
@@ -313,9 +375,22 @@ def scale_by_learning_rate(learning_rate: float | Schedule, *,
                            flip_sign: bool = True) -> GradientTransformation:
     """Multiply by ``-learning_rate`` (a number, or a schedule ``step -> rate``).
 
-    >>> import rune
-    >>> rune.optim.scale_by_learning_rate(0.1).update([2.0], rune.optim.EmptyState())[0]
-    [-0.2]
+    Args:
+        learning_rate: a number, or a schedule ``step -> rate`` (``step`` counts the
+            updates made before, 0 first).
+        flip_sign: multiply by ``-learning_rate`` (descent); ``False``: by
+            ``learning_rate``.
+
+    Returns:
+        A [`GradientTransformation`][rune.optim.GradientTransformation].
+
+    Examples:
+        >>> import rune
+        >>> rune.optim.scale_by_learning_rate(0.1).update([2.0], rune.optim.EmptyState())[0]
+        [-0.2]
+
+    See also:
+        [`scale`][rune.optim.scale], [`chain`][rune.optim.chain].
     """
     _check_rate(learning_rate, "learning_rate", "scale_by_learning_rate")
     sign = -1 if flip_sign else 1
@@ -325,207 +400,27 @@ def scale_by_learning_rate(learning_rate: float | Schedule, *,
 
 
 # --------------------------------------------------------------------------
-# momentum and moments
-# --------------------------------------------------------------------------
-
-def trace(decay: float, nesterov: bool = False) -> GradientTransformation:
-    """Momentum: ``t = g + decay * t``; the update is ``t``, or ``g + decay * t`` with
-    ``nesterov`` (PyTorch's SGD momentum with ``dampening=0``).
-
-    >>> import rune
-    >>> t = rune.optim.trace(0.5)
-    >>> s = t.init([0.0])
-    >>> u, s = t.update([1.0], s)
-    >>> u, s = t.update([1.0], s)
-    >>> u
-    [1.5]
-    """
-    _check_number(decay, "decay (momentum)", "trace")
-
-    def init(params):
-        _check_params(params, "trace")
-        return TraceState(_zeros_like(params))
-
-    def step(g, t):
-        t = g + decay * t
-        return (g + decay * t if nesterov else t), t
-
-    def update(updates, state, params=None):
-        out, tr = _per_leaf("trace", step, updates, state.trace, names=("momentum trace",))
-        return out, TraceState(tr)
-
-    return GradientTransformation(init, update)
-
-
-def scale_by_adam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
-                  eps_root: float = 0.0) -> GradientTransformation:
-    """Adam's direction: ``m = b1 m + (1 - b1) g``, ``v = b2 v + (1 - b2) g**2``, the
-    update ``m_hat / (sqrt(v_hat + eps_root) + eps)`` with ``m_hat = m / (1 - b1**t)``,
-    ``v_hat = v / (1 - b2**t)`` at step ``t = 1, 2, ...``.
-
-    >>> import rune
-    >>> t = rune.optim.scale_by_adam()
-    >>> round(t.update([-3.0], t.init([0.0]))[0][0], 6)    # the first step is sign(g)
-    -1.0
-    """
-    for name, b in (("b1", b1), ("b2", b2)):
-        _check_number(b, name, "scale_by_adam", high=1.0)
-    _check_number(eps, "eps", "scale_by_adam")
-    _check_number(eps_root, "eps_root", "scale_by_adam")
-
-    def init(params):
-        _check_params(params, "scale_by_adam")
-        return ScaleByAdamState(_zero_count(), _zeros_like(params), _zeros_like(params))
-
-    def update(updates, state, params=None):
-        count = _count_up(state.count)
-        c = _num(count)
-        bc1, bc2 = _num(1 - b1 ** c), _num(1 - b2 ** c)
-
-        def step(g, m, v):
-            m = b1 * m + (1 - b1) * g
-            v = b2 * v + (1 - b2) * np.square(g)
-            return (m / bc1) / (np.sqrt(v / bc2 + eps_root) + eps), m, v
-        out, mu, nu = _per_leaf("scale_by_adam", step, updates, state.mu, state.nu,
-                                names=("first moments", "second moments"))
-        return out, ScaleByAdamState(count, mu, nu)
-
-    return GradientTransformation(init, update)
-
-
-def _rms_denominator(v, eps, eps_in_sqrt):
-    return np.sqrt(v + eps) if eps_in_sqrt else np.sqrt(v) + eps
-
-
-def scale_by_rms(decay: float = 0.9, eps: float = 1e-8, initial_scale: float = 0.0,
-                 eps_in_sqrt: bool = True) -> GradientTransformation:
-    """RMSProp's direction: ``v = decay v + (1 - decay) g**2``, the update
-    ``g / sqrt(v + eps)`` (optax), or ``g / (sqrt(v) + eps)`` with ``eps_in_sqrt=False``
-    (PyTorch's ``RMSprop``, whose ``alpha`` is ``decay``).
-
-    >>> import rune
-    >>> t = rune.optim.scale_by_rms(decay=0.75, eps=0.0)
-    >>> t.update([2.0], t.init([0.0]))[0]                  # 2 / sqrt(0.25 * 4)
-    [2.0]
-    """
-    _check_number(decay, "decay", "scale_by_rms", high=1.0)
-    _check_number(eps, "eps", "scale_by_rms")
-    _check_number(initial_scale, "initial_scale", "scale_by_rms")
-
-    def init(params):
-        _check_params(params, "scale_by_rms")
-        return ScaleByRmsState(_zeros_like(params, initial_scale))
-
-    def step(g, v):
-        v = decay * v + (1 - decay) * np.square(g)
-        return g / _rms_denominator(v, eps, eps_in_sqrt), v
-
-    def update(updates, state, params=None):
-        out, nu = _per_leaf("scale_by_rms", step, updates, state.nu, names=("averages",))
-        return out, ScaleByRmsState(nu)
-
-    return GradientTransformation(init, update)
-
-
-def scale_by_stddev(decay: float = 0.9, eps: float = 1e-8, initial_scale: float = 0.0,
-                    eps_in_sqrt: bool = True) -> GradientTransformation:
-    """Centered RMSProp's direction: as :func:`scale_by_rms` with ``v - m**2`` in place of
-    ``v``, where ``m = decay m + (1 - decay) g``.
-
-    >>> import rune
-    >>> t = rune.optim.scale_by_stddev(decay=0.5, eps=0.0)
-    >>> t.update([2.0], t.init([0.0]))[0]                  # 2 / sqrt(0.5 * 4 - 1)
-    [2.0]
-    """
-    _check_number(decay, "decay", "scale_by_stddev", high=1.0)
-    _check_number(eps, "eps", "scale_by_stddev")
-    _check_number(initial_scale, "initial_scale", "scale_by_stddev")
-
-    def init(params):
-        _check_params(params, "scale_by_stddev")
-        return ScaleByRStdDevState(_zeros_like(params), _zeros_like(params, initial_scale))
-
-    def step(g, m, v):
-        m = decay * m + (1 - decay) * g
-        v = decay * v + (1 - decay) * np.square(g)
-        return g / _rms_denominator(v - np.square(m), eps, eps_in_sqrt), m, v
-
-    def update(updates, state, params=None):
-        out, mu, nu = _per_leaf("scale_by_stddev", step, updates, state.mu, state.nu,
-                                names=("means", "averages"))
-        return out, ScaleByRStdDevState(mu, nu)
-
-    return GradientTransformation(init, update)
-
-
-def scale_by_rss(initial_accumulator_value: float = 0.1,
-                 eps: float = 1e-7) -> GradientTransformation:
-    """Adagrad's direction: ``s = s + g**2``, the update ``g / sqrt(s + eps)`` (0 where
-    ``s`` is 0).
-
-    >>> import rune
-    >>> t = rune.optim.scale_by_rss(initial_accumulator_value=0.0, eps=0.0)
-    >>> t.update([-3.0], t.init([0.0]))[0]
-    [-1.0]
-    """
-    _check_number(initial_accumulator_value, "initial_accumulator_value", "scale_by_rss")
-    _check_number(eps, "eps", "scale_by_rss")
-
-    def init(params):
-        _check_params(params, "scale_by_rss")
-        return ScaleByRssState(_zeros_like(params, initial_accumulator_value))
-
-    def step(g, s):
-        s = s + np.square(g)
-        positive = s > 0
-        return g * np.where(positive, 1 / np.sqrt(np.where(positive, s, 1) + eps), 0), s
-
-    def update(updates, state, params=None):
-        out, ss = _per_leaf("scale_by_rss", step, updates, state.sum_of_squares,
-                            names=("sums of squares",))
-        return out, ScaleByRssState(ss)
-
-    return GradientTransformation(init, update)
-
-
-def scale_by_lion(b1: float = 0.9, b2: float = 0.99) -> GradientTransformation:
-    """Lion's direction: the update ``sign(b1 m + (1 - b1) g)``, then
-    ``m = b2 m + (1 - b2) g``.
-
-    >>> import rune
-    >>> t = rune.optim.scale_by_lion()
-    >>> t.update([-0.003], t.init([0.0]))[0]
-    [-1.0]
-    """
-    _check_number(b1, "b1", "scale_by_lion", high=1.0)
-    _check_number(b2, "b2", "scale_by_lion", high=1.0)
-
-    def init(params):
-        _check_params(params, "scale_by_lion")
-        return ScaleByLionState(_zero_count(), _zeros_like(params))
-
-    def step(g, m):
-        return np.sign(b1 * m + (1 - b1) * g), b2 * m + (1 - b2) * g
-
-    def update(updates, state, params=None):
-        out, mu = _per_leaf("scale_by_lion", step, updates, state.mu, names=("moments",))
-        return out, ScaleByLionState(_count_up(state.count), mu)
-
-    return GradientTransformation(init, update)
-
-
-# --------------------------------------------------------------------------
 # clipping and weight decay
 # --------------------------------------------------------------------------
 
 def clip_by_global_norm(max_norm: float) -> GradientTransformation:
     """Scale the updates by ``max_norm / max(norm, max_norm)``, ``norm`` their
-    :func:`global_norm`: the direction kept, the length at most ``max_norm``.
+    [`global_norm`][rune.optim.global_norm]: the direction kept, the length at most ``max_norm``.
 
-    >>> import numpy as np, rune
-    >>> t = rune.optim.clip_by_global_norm(1.0)
-    >>> t.update((np.array([3.0]), 4.0), t.init((np.zeros(1), 0.0)))[0]
-    (array([0.6]), 0.8)
+    Args:
+        max_norm: the largest global norm let through.
+
+    Returns:
+        A [`GradientTransformation`][rune.optim.GradientTransformation].
+
+    Examples:
+        >>> import numpy as np, rune
+        >>> t = rune.optim.clip_by_global_norm(1.0)
+        >>> t.update((np.array([3.0]), 4.0), t.init((np.zeros(1), 0.0)))[0]
+        (array([0.6]), 0.8)
+
+    See also:
+        [`global_norm`][rune.optim.global_norm], [`chain`][rune.optim.chain].
     """
     _check_number(max_norm, "max_norm", "clip_by_global_norm", low_open=True)
 
@@ -553,7 +448,7 @@ def _mask_leaves(mask, params, td):
             out.append(bool(m))
         return out
     is_flag = lambda m: isinstance(m, (bool, np.bool_))        # noqa: E731
-    flags = tree_util.broadcast_prefix(mask, params, is_flag, "mask", "the mask",
+    flags = broadcast_prefix(mask, params, is_flag, "mask", "the mask",
                                        "parameter")
     return [bool(m) for m in flags]
 
@@ -568,11 +463,24 @@ def add_decayed_weights(weight_decay: float = 0.0,
     giving a bool, or a tree of bools shaped like the parameters (or a prefix of them: one
     bool stands for a whole subtree).
 
-    >>> import numpy as np, rune
-    >>> t = rune.optim.add_decayed_weights(0.5, mask=lambda path: path.endswith("['w']"))
-    >>> p = {"w": np.array([2.0]), "b": np.array([2.0])}
-    >>> t.update({"w": np.zeros(1), "b": np.zeros(1)}, t.init(p), p)[0]
-    {'w': array([1.]), 'b': array([0.])}
+    Args:
+        weight_decay: the factor of ``params`` added.
+        mask: the leaves that decay: a callable on each leaf's path (``"params['w']"``)
+            giving a bool, or a tree of bools shaped like the parameters (or a prefix of
+            it); ``None``: every floating leaf.
+
+    Returns:
+        A [`GradientTransformation`][rune.optim.GradientTransformation].
+
+    Examples:
+        >>> import numpy as np, rune
+        >>> t = rune.optim.add_decayed_weights(0.5, mask=lambda path: path.endswith("['w']"))
+        >>> p = {"w": np.array([2.0]), "b": np.array([2.0])}
+        >>> t.update({"w": np.zeros(1), "b": np.zeros(1)}, t.init(p), p)[0]
+        {'w': array([1.]), 'b': array([0.])}
+
+    See also:
+        [`adamw`][rune.optim.adamw], [`lion`][rune.optim.lion].
     """
     _check_number(weight_decay, "weight_decay", "add_decayed_weights")
     if mask is not None and not callable(mask):
