@@ -193,7 +193,8 @@ def _asfortranarray(a, dtype=None, *args, **kwargs):
 
 # rune's SciPy surfaces, imported (they register with wrap_while_active) once the user's
 # code has imported the SciPy module: SciPy stays optional and out of ``import rune``
-_SCIPY_SURFACES = {"scipy.linalg": "rune.scipy.linalg", "scipy.signal": "rune.scipy.signal"}
+_SCIPY_SURFACES = {"scipy.linalg": "rune.scipy.linalg", "scipy.signal": "rune.scipy.signal",
+                   "scipy.integrate": "rune.scipy.integrate"}
 
 
 for _module, _surface in _SCIPY_SURFACES.items():
