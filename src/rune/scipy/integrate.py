@@ -33,8 +33,9 @@ import numpy as np
 from ..calls import bind_call
 from ..core import Tracer, _peek
 from ..dispatch import asarray_traced, wrap_while_active
-from .integrate_ode import (IvpSolver, OdeCall, OdeintSolver, SolverWarning, explicit,
-                            plain_option, _checked, _has_tracer)
+from .integrate_ode import OdeCall
+from .integrate_solvers import (IvpSolver, OdeintSolver, SolverWarning, explicit,
+                                plain_option, _checked, _has_tracer)
 from . import integrate_quad
 
 __all__ = ["solve_ivp", "odeint", "simpson", "quad", "quad_vec", "SolverWarning"]
@@ -209,6 +210,8 @@ def odeint(orig, func, y0, t, args=(), Dfun=None, col_deriv=0, full_output=0, ml
         args = (args,)
     parts = _Parts(func, Dfun, args, swap=not tfirst)
     y0 = _state(y0, _ODEINT)
+    if isinstance(y0, Tracer) or any(isinstance(x, Tracer) for x in parts.theta):
+        y0 = np.ravel(y0)       # (odeint's own reading of a scalar or nested y0)
     t = asarray_traced(t) if _has_tracer(t) else np.asarray(t, dtype=float)
     theta = parts.theta
     if not any(isinstance(x, Tracer) for x in [y0, t] + theta):

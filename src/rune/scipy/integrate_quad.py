@@ -26,7 +26,7 @@ from ..core import Tracer
 from ..dispatch import asarray_traced
 from ..forward import jvp
 from ..reverse import vjp
-from .integrate_ode import (PerExample, examples, explicit, hidden_error, plain_option,
+from .integrate_solvers import (PerExample, examples, explicit, hidden_error, plain_option,
                             _checked, _has_tracer)
 
 __all__ = ["quad", "quad_vec", "simpson", "REPLACEMENTS"]
@@ -270,8 +270,8 @@ def quad(orig, func, a, b, args=(), full_output=0, epsabs=1.49e-8, epsrel=1.49e-
 
     >>> import numpy as np, scipy.integrate, rune
     >>> f = lambda k: scipy.integrate.quad(lambda t: np.exp(-k * t), 0.0, 1.0)[0]
-    >>> float(np.round(rune.grad(f)(0.5), 8))     # -(1 - 1.5 e^{-0.5}) / 0.25
-    -0.36081977
+    >>> float(np.round(rune.grad(f)(0.5), 8))     # e^{-k}/k - (1 - e^{-k})/k^2
+    -0.36081604
     """
     options = dict(full_output=full_output, epsabs=epsabs, epsrel=epsrel, limit=limit,
                    points=points, weight=weight, wvar=wvar, wopts=wopts, maxp1=maxp1,
@@ -294,7 +294,7 @@ def quad_vec(orig, f, a, b, epsabs=1e-200, epsrel=1e-08, norm="2", cache_size=10
     >>> import numpy as np, scipy.integrate, rune
     >>> f = lambda k: scipy.integrate.quad_vec(lambda t: np.exp(-k * t), 0.0, 1.0)[0]
     >>> np.round(rune.jacfwd(f)(np.array([0.5, 1.0])), 6) + 0.0
-    array([[-0.36082 ,  0.      ],
+    array([[-0.360816,  0.      ],
            [ 0.      , -0.264241]])
     """
     options = dict(epsabs=epsabs, epsrel=epsrel, norm=norm, cache_size=cache_size,
@@ -342,7 +342,7 @@ def simpson(orig, y, x=None, *, dx=1.0, axis=-1):
     >>> import numpy as np, scipy.integrate, rune
     >>> x = np.array([0.0, 0.5, 1.5, 2.0])
     >>> np.round(rune.grad(lambda y: scipy.integrate.simpson(y, x=x))(np.ones(4)), 6)
-    array([0.277778, 0.791667, 0.75    , 0.180556])
+    array([0.      , 1.111111, 0.666667, 0.222222])
     """
     if not _has_tracer((y, x, dx)):
         return orig(y, x=x, dx=dx, axis=axis)
