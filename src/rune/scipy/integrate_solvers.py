@@ -130,24 +130,32 @@ class IvpSolver:
                         dense_output=dense, **opts)
         return res.t, res.y, res
 
+    def _options(self, jac, atol):
+        opts = {k: self.options[k] for k in ("max_step", "min_step") if k in self.options}
+        for k, v in (("rtol", self.rtol), ("atol", atol), ("jac", jac)):
+            if v is not None:
+                opts[k] = v
+        return opts
+
     def solve(self, fun, jac, t0, t1, z0, times):
         """The values of a derivative's system at ``times`` (sorted, distinct, within the
         span), and its message when it failed."""
-        opts = {k: self.options[k] for k in ("max_step", "min_step") if k in self.options}
-        if self.rtol is not None:
-            opts["rtol"] = self.rtol
-        if self.atol is not None:
-            opts["atol"] = float(np.min(self.atol))
-        if jac is not None:
-            opts["jac"] = jac
-        res = self.orig(fun, (t0, t1), z0, method=self.method, t_eval=times, **opts)
-        return res.y, (None if res.success else res.message)
+        atol = None if self.atol is None else float(np.min(self.atol))
+        opts = self._options(jac, atol)
+        if self.method == "LSODA":      # (see _LSODA_LEAK)
+            hmax = opts.get("max_step", np.inf)
+            return odeint_values(fun, jac, t0, z0, times, opts.get("rtol", 1e-3),
+                                 opts.get("atol", 1e-6),
+                                 {"hmax": hmax if np.isfinite(hmax) else 0.0,
+                                  "hmin": opts.get("min_step", 0.0)})
+        y, _, failed = run(self.method, fun, t0, t1, z0, times, opts)
+        return y, failed
 
     def dense(self, fun, jac, t0, t1, y0):
         """The solution from ``t0`` to ``t1`` as a callable (SciPy's dense output)."""
-        return _dense(self.orig, self.method, fun, jac, t0, t1, y0, self.rtol, self.atol,
-                      {k: self.options[k] for k in ("max_step", "min_step")
-                       if k in self.options})
+        method = "BDF" if self.method == "LSODA" else self.method    # (see _LSODA_LEAK)
+        _, sol, failed = run(method, fun, t0, t1, y0, None, self._options(jac, self.atol))
+        return sol, failed
 
     @staticmethod
     def steps(res):
@@ -175,37 +183,77 @@ class OdeintSolver:
     def solve(self, fun, jac, t0, t1, z0, times):
         opts = {k: self.options[k] for k in ("hmax", "hmin", "mxstep") if k in self.options}
         atol = None if self.atol is None else float(np.min(self.atol))
-        tt = np.concatenate([[t0], times])
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")       # (its failure is reported below)
-            z, info = self.orig(fun, z0, tt, Dfun=jac, rtol=self.rtol, atol=atol,
-                                full_output=True, tfirst=True, **opts)
-        ok = info.get("message") == "Integration successful."
-        return z[1:].T, (None if ok else info.get("message"))
+        return odeint_values(fun, jac, t0, z0, times, self.rtol, atol, opts)
 
     def dense(self, fun, jac, t0, t1, y0):
-        """The solution as a callable: odeint has no dense output, so solve_ivp's LSODA
-        (the same integrator) gives it."""
-        import scipy.integrate as si
-        ivp = getattr(si.solve_ivp, "_rune_original", si.solve_ivp)
-        return _dense(ivp, "LSODA", fun, jac, t0, t1, y0, self.rtol, self.atol,
-                      {k: v for k, v in (("max_step", self.options.get("hmax")),
-                                         ("min_step", self.options.get("hmin"))) if v})
+        """The solution as a callable: odeint has no dense output; SciPy's BDF class (a
+        stiff integrator too: see _LSODA_LEAK) gives it."""
+        opts = {k: v for k, v in (("max_step", self.options.get("hmax")),
+                                  ("min_step", self.options.get("hmin"))) if v}
+        opts.update(rtol=self.rtol, atol=self.atol)
+        if jac is not None:
+            opts["jac"] = jac
+        _, sol, failed = run("BDF", fun, t0, t1, y0, None, opts)
+        return sol, failed
 
     @staticmethod
     def steps(info):
         return int(info["nst"][-1]) if len(info.get("nst", ())) else 64
 
 
-def _dense(ivp, method, fun, jac, t0, t1, y0, rtol, atol, opts):
-    if rtol is not None:
-        opts["rtol"] = rtol
-    if atol is not None:
-        opts["atol"] = atol
-    if jac is not None:
-        opts["jac"] = jac
-    res = ivp(fun, (t0, t1), y0, method=method, dense_output=True, **opts)
-    return res.sol, (None if res.success else res.message)
+# SciPy's LSODA solver class (solve_ivp's method="LSODA") never frees its work arrays
+# (SciPy 1.17: about (22 + 20 n + n^2) floats a solve, even after gc.collect()); odeint,
+# the same ODEPACK integrator, does.  So LSODA's derivative systems are solved by odeint,
+# and y's dense re-solves (which odeint cannot give) by BDF.
+_LSODA_LEAK = True
+
+
+def odeint_values(fun, jac, t0, z0, times, rtol, atol, opts):
+    """odeint from ``t0`` to ``times``: ``(values, failure message or None)``."""
+    import scipy.integrate as si
+    orig = getattr(si.odeint, "_rune_original", si.odeint)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")       # (its failure is reported by the caller)
+        z, info = orig(fun, z0, np.concatenate([[t0], times]), Dfun=jac, rtol=rtol,
+                       atol=atol, full_output=True, tfirst=True, **opts)
+    ok = info.get("message") == "Integration successful."
+    return z[1:].T, (None if ok else info.get("message"))
+
+
+def run(method, fun, t0, t1, y0, times, opts):
+    """SciPy's solver class ``method`` stepped from ``t0`` to ``t1`` as ``solve_ivp``
+    steps it: ``(y at times, dense output (times None), failure message or None)``.
+
+    Driven here rather than through ``solve_ivp`` so that the solver is taken apart at
+    the end: its methods are closures over itself, a reference cycle that would keep
+    its arrays (and a dense output its function reads) alive until Python's cycle
+    collector runs, so that a backward sweep's memory would grow with its segments."""
+    import scipy.integrate as si
+    solver = (getattr(si, method) if isinstance(method, str) else method)(
+        fun, t0, y0, t1, **opts)
+    d = 1.0 if t1 >= t0 else -1.0
+    keys = None if times is None else d * np.asarray(times)
+    ys, ts, interpolants, at, failed = [], [t0], [], 0, None
+    try:
+        while solver.status == "running":
+            message = solver.step()
+            if solver.status == "failed":
+                failed = message
+                break
+            if times is None:
+                ts.append(solver.t)
+                interpolants.append(solver.dense_output())
+                continue
+            stop = int(np.searchsorted(keys, d * solver.t, side="right"))
+            if stop > at:
+                ys.append(solver.dense_output()(times[at:stop]).reshape(np.size(y0), -1))
+                at = stop
+    finally:
+        solver.__dict__.clear()
+    if times is None:
+        return None, si.OdeSolution(ts, interpolants), failed
+    y = np.concatenate(ys, axis=1) if ys else np.zeros((np.size(y0), 0))
+    return y, None, failed
 
 
 # --------------------------------------------------------------------------
