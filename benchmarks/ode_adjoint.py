@@ -141,6 +141,8 @@ def main(quick=False):
             print(row(kind, t1, "autograd odeint", n_lsoda, ag_grad(ag), ref))
             sys.stdout.flush()
     notes.append("JAX is not installed here: jax.experimental.ode.odeint is left out")
+    notes.append("peak memory counts NumPy 2.4's own bounded cache behind np.expand_dims "
+                 "(up to ~0.1 MB, filled as the steps grow; absent with NumPy 2.0)")
     for n in dict.fromkeys(notes):
         print(f"\n{n}.")
     print(f"\n{harness.cpu_model()}; tolerances rtol={TOL['rtol']}, atol={TOL['atol']}")

@@ -37,6 +37,7 @@ from .integrate_ode import OdeCall
 from .integrate_solvers import (IvpSolver, OdeintSolver, SolverWarning, explicit,
                                 plain_option, _checked, _has_tracer)
 from . import integrate_quad
+from .integrate_quad import quad, quad_vec, simpson
 
 __all__ = ["solve_ivp", "odeint", "simpson", "quad", "quad_vec", "SolverWarning"]
 

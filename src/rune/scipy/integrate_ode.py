@@ -30,7 +30,6 @@ turn (``hessian``, ``jvp`` of ``grad``).
 
 from __future__ import annotations
 
-import math
 import warnings
 
 import numpy as np
@@ -40,12 +39,18 @@ from ..calls import Call, bind_call
 from ..dispatch import asarray_traced
 from ..forward import jvp
 from ..jacobians import jacfwd
-from ..reverse import stop_gradient, vjp
-from .integrate_solvers import (PerExample, SolverWarning, examples, hidden_error,
+from ..reverse import vjp
+from .integrate_solvers import (PerExample, SolverWarning, hidden_error,
                                 plain_key, _backward_order, _columns, _end_vector,
                                 _has_tracer, _is_float, _nonzero, _pad, _same, _vector)
 
 __all__ = ["OdeCall"]
+
+# how far (in units of atol + rtol |y|) a backward-integrated y may arrive from the forward
+# solve's value before the segment is solved again with y re-solved forwards: the two
+# solves' global errors are a modest multiple of their tolerances; an unstable backward
+# integration misses by orders of magnitude
+DRIFT = 1e3
 
 
 class OdeCall(Call):
@@ -115,49 +120,79 @@ class OdeCall(Call):
             return np.array(t, float), y
         times = np.asarray(leaves[3], float)
         if self.base is not None:
-            return times.copy(), self._interpolated(theta, y0, t0, t1, times,
-                                                    np.array(leaves[-1], dtype=float))
+            return times.copy(), self._adjoint_segment(fun, theta, y0, t0, t1, times,
+                                                       np.array(leaves[-1], dtype=float))
         return times.copy(), self._at_times(fun, self._jac(self.rhs, theta), y0, t0, t1,
                                             times)
 
-    def _at_times(self, fun, jac, z0, t0, t1, times):
+    def _at_times(self, fun, jac, z0, t0, t1, times, quiet=False):
         """A derivative's system at ``times`` (any order): solved once at the sorted,
-        distinct times."""
+        distinct times (NaN from where it failed: with a warning unless ``quiet``)."""
         if times.size == 0:
             return np.zeros((z0.size, 0))
         if t0 == t1:
             return np.repeat(z0[:, None], times.size, axis=1)
+        if not np.all(np.isfinite(z0)):
+            return np.full((z0.size, times.size), np.nan)
         d = 1.0 if t1 > t0 else -1.0
         uniq, inv = np.unique(d * times, return_inverse=True)
         z, failed = self.solver.solve(fun, jac, t0, t1, z0, d * uniq)
         if failed is not None:
-            self._warn(failed)
+            if not quiet:
+                self._warn(failed)
             z = np.concatenate([z, np.full((z0.size, uniq.size - z.shape[1]), np.nan)],
                                axis=1)
         return z[:, inv.ravel()]
 
+    def _adjoint_segment(self, fun, theta, z0, t0, t1, times, y_end):
+        """The adjoint system from ``t0`` back to ``t1`` (= ``times[0]``).  Explicit
+        methods first integrate ``y`` backwards with it; the result stands if that ``y``
+        arrives at ``y_end`` (the forward solve's value) within the tolerances' reach,
+        else (an unstable backward ``y``: a stiff or explosive system) the segment is
+        solved again with ``y`` from a forward re-solve, as implicit methods always do."""
+        if not self.solver.implicit:
+            z = self._at_times(fun, None, z0, t0, t1, times, quiet=True)
+            rtol, atol = self.solver.tolerances()
+            n = y_end.size
+            scale = atol + rtol * np.abs(y_end)
+            if np.all(np.isfinite(z)) and np.max(np.abs(z[:n, 0] - y_end) / scale) < DRIFT:
+                return z
+        return self._interpolated(theta, z0, t0, t1, times, y_end)
+
     def _interpolated(self, theta, z0, t0, t1, times, y_end):
-        """The adjoint system from ``t0`` back to ``t1`` (= ``times[0]``), its ``y`` part
-        from a forward re-solve that starts from ``y_end`` at ``t1``."""
+        """The adjoint system from ``t0`` back to ``t1``, its ``y`` part re-solved
+        forwards from ``y_end`` at ``t1``: once storing about ``2 sqrt(steps)``
+        checkpoints, then between each two (latest first) with dense output, across which
+        the rest of the system is solved back."""
         n = y_end.size
         if t0 == t1:
             return z0[:, None]
-        base = self._plain(self.base, theta)
-        sol, failed = self.solver.dense(base, self._jac(self.base, theta), t1, t0, y_end)
+        if not np.all(np.isfinite(z0)) or not np.all(np.isfinite(y_end)):
+            return np.full((z0.size, 1), np.nan)
+        base, rhs = self._plain(self.base, theta), self.rhs
+        jac_y = self._jac(self.base, theta)
+        points, failed = self.solver.forward(base, jac_y, t1, t0, y_end, "checkpoints")
         if failed is not None:
             self._warn(failed)
-        rhs = self.rhs
+            return np.full((z0.size, 1), np.nan)
+        w = z0[n:]
+        for (ta, ya), (tb, _) in zip(points[-2::-1], points[:0:-1]):
+            sol, failed = self.solver.forward(base, jac_y, ta, tb, ya, "dense")
+            if failed is not None:
+                self._warn(failed)
+                return np.full((z0.size, 1), np.nan)
 
-        def part(t, w):
-            return np.asarray(rhs(t, np.concatenate([sol(t), w]), *theta))[n:]
+            def part(t, w, sol=sol):
+                return np.asarray(rhs(t, np.concatenate([sol(t), w]), *theta))[n:]
 
-        def jac(t, w):
-            return np.asarray(jacfwd(lambda w: asarray_traced(
-                rhs(t, np.concatenate([sol(t), w]), *theta))[n:])(w))
+            def jac(t, w, sol=sol):
+                return np.asarray(jacfwd(lambda w: asarray_traced(
+                    rhs(t, np.concatenate([sol(t), w]), *theta))[n:])(w))
 
-        w = self._at_times(part, jac if self.solver.implicit else None, z0[n:], t0, t1,
-                           times)
-        return np.concatenate([y_end[:, None], w])
+            w = self._at_times(part, jac if self.solver.implicit else None, w, tb, ta,
+                               np.array([ta]))[:, 0]
+            del sol, part, jac
+        return np.concatenate([y_end, w])[:, None]
 
     def _warn(self, failed):
         warnings.warn(f"{self.name}: the solve of a derivative's system by "
@@ -295,15 +330,13 @@ class OdeCall(Call):
         n = Y.shape[0]
         y0, t0 = vals[0], vals[1]
         p = sum(int(np.size(theta[i])) for i in th_idx)
-        interp = self.solver.implicit
-        adj = self._derived("adjoint", _adjoint_rhs(self.rhs, th_idx, n),
-                            self.rhs if interp else None)
+        adj = self._derived("adjoint", _adjoint_rhs(self.rhs, th_idx, n), self.rhs)
 
         def back(z, t_from, t_to, y_to):
             if _same(t_from, t_to):
                 return z
-            leaves = [z, t_from, t_to, np.reshape(t_to, (1,)), *theta]
-            return bind_call(adj, leaves + [y_to] if interp else leaves)[1][:, 0]
+            leaves = [z, t_from, t_to, np.reshape(t_to, (1,)), *theta, y_to]
+            return bind_call(adj, leaves)[1][:, 0]
 
         def jump(j):
             return np.concatenate([np.zeros(n), ct_Y[:, j], np.zeros(p)])
@@ -318,41 +351,11 @@ class OdeCall(Call):
             return total
         ends = [t_out[j] for j in order[1:]] + [t0]
         starts = [Y[:, j] for j in order[1:]] + [y0]
-        stops = self._checkpoints(vals, t_out, order, ends) if interp else None
         z = np.concatenate([Y[:, order[0]], np.zeros(n + p)])
         for s, j in enumerate(order):
             z = np.concatenate([Y[:, j], z[n:]]) + jump(j)   # y restarts from the output
-            tau = t_out[j]
-            for tc, yc in stops[s] if stops else ():
-                z = back(z, tau, tc, yc)
-                tau = tc
-            z = back(z, tau, ends[s], starts[s])
+            z = back(z, t_out[j], ends[s], starts[s])
         return z
-
-    def _checkpoints(self, vals, t_out, order, ends):
-        """For each backward segment, ``(time, y)`` at its checkpoints (latest first):
-        about ``sqrt(steps)`` in all, spread by length, ``y`` from one forward solve."""
-        steps = max((self.solver.steps(r) for r in self.runs), default=64)
-        total = int(min(max(4, math.isqrt(steps)), 4096))
-        lengths = [abs(float(examples(t_out[j])[0] - examples(e)[0]))
-                   for j, e in zip(order, ends)]
-        span = sum(lengths) or 1.0
-        counts = [int(round(total * ln / span)) for ln in lengths]
-        times = []
-        for j, e, k in zip(order, ends, counts):
-            hi, lo = stop_gradient(t_out[j]), stop_gradient(e)
-            times += [lo + (hi - lo) * (i / (k + 1)) for i in range(k, 0, -1)]
-        if not times:
-            return None
-        y0, t0 = vals[0], vals[1]
-        fwd = self._derived("checkpoints", self.rhs)
-        Yc = bind_call(fwd, [y0, t0, vals[2], np.stack(times), *self.theta(vals)])[1]
-        out, at = [], 0
-        for k in counts:
-            out.append([(times[at + i], Yc[:, at + i]) for i in range(k)])
-            at += k
-        return out
-
 
 # --------------------------------------------------------------------------
 # The derivatives' systems

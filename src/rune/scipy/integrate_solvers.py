@@ -6,6 +6,7 @@ per-example call.
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -130,6 +131,11 @@ class IvpSolver:
                         dense_output=dense, **opts)
         return res.t, res.y, res
 
+    def tolerances(self):
+        """``(rtol, atol)`` as scalars (solve_ivp's defaults when not given)."""
+        return (1e-3 if self.rtol is None else float(self.rtol),
+                1e-6 if self.atol is None else float(np.min(self.atol)))
+
     def _options(self, jac, atol):
         opts = {k: self.options[k] for k in ("max_step", "min_step") if k in self.options}
         for k, v in (("rtol", self.rtol), ("atol", atol), ("jac", jac)):
@@ -148,19 +154,12 @@ class IvpSolver:
                                  opts.get("atol", 1e-6),
                                  {"hmax": hmax if np.isfinite(hmax) else 0.0,
                                   "hmin": opts.get("min_step", 0.0)})
-        y, _, failed = run(self.method, fun, t0, t1, z0, times, opts)
-        return y, failed
+        return run(self.method, fun, t0, t1, z0, times, opts)
 
-    def dense(self, fun, jac, t0, t1, y0):
-        """The solution from ``t0`` to ``t1`` as a callable (SciPy's dense output)."""
+    def forward(self, fun, jac, t0, t1, y0, keep):
+        """``y`` from ``t0`` to ``t1``: its dense output or checkpoints (see :func:`run`)."""
         method = "BDF" if self.method == "LSODA" else self.method    # (see _LSODA_LEAK)
-        _, sol, failed = run(method, fun, t0, t1, y0, None, self._options(jac, self.atol))
-        return sol, failed
-
-    @staticmethod
-    def steps(res):
-        """An estimate of the number of steps of a primal solve (from its result)."""
-        return int(res.nfev) // 4
+        return run(method, fun, t0, t1, y0, None, self._options(jac, self.atol), keep)
 
 
 class OdeintSolver:
@@ -185,20 +184,19 @@ class OdeintSolver:
         atol = None if self.atol is None else float(np.min(self.atol))
         return odeint_values(fun, jac, t0, z0, times, self.rtol, atol, opts)
 
-    def dense(self, fun, jac, t0, t1, y0):
-        """The solution as a callable: odeint has no dense output; SciPy's BDF class (a
-        stiff integrator too: see _LSODA_LEAK) gives it."""
+    def forward(self, fun, jac, t0, t1, y0, keep):
+        """``y`` from ``t0`` to ``t1`` (see :func:`run`): odeint has neither dense output
+        nor steps to stop at, so SciPy's BDF class (a stiff integrator too, and leak-free:
+        see _LSODA_LEAK) gives them."""
         opts = {k: v for k, v in (("max_step", self.options.get("hmax")),
                                   ("min_step", self.options.get("hmin"))) if v}
         opts.update(rtol=self.rtol, atol=self.atol)
         if jac is not None:
             opts["jac"] = jac
-        _, sol, failed = run("BDF", fun, t0, t1, y0, None, opts)
-        return sol, failed
+        return run("BDF", fun, t0, t1, y0, None, opts, keep)
 
-    @staticmethod
-    def steps(info):
-        return int(info["nst"][-1]) if len(info.get("nst", ())) else 64
+    def tolerances(self):
+        return float(self.rtol), float(np.min(self.atol))
 
 
 # SciPy's LSODA solver class (solve_ivp's method="LSODA") never frees its work arrays
@@ -220,9 +218,12 @@ def odeint_values(fun, jac, t0, z0, times, rtol, atol, opts):
     return z[1:].T, (None if ok else info.get("message"))
 
 
-def run(method, fun, t0, t1, y0, times, opts):
+def run(method, fun, t0, t1, y0, times, opts, keep="values"):
     """SciPy's solver class ``method`` stepped from ``t0`` to ``t1`` as ``solve_ivp``
-    steps it: ``(y at times, dense output (times None), failure message or None)``.
+    steps it.  Returns ``(result, failure message or None)``, the result by ``keep``:
+    ``"values"`` (y at ``times``, sorted in the direction of the solve), ``"dense"``
+    (SciPy's dense output) or ``"checkpoints"`` (``[(t, y), ...]`` from ``t0`` to where
+    it stopped, about ``2 sqrt(steps)`` of them, evenly spaced in steps).
 
     Driven here rather than through ``solve_ivp`` so that the solver is taken apart at
     the end: its methods are closures over itself, a reference cycle that would keep
@@ -233,27 +234,38 @@ def run(method, fun, t0, t1, y0, times, opts):
         fun, t0, y0, t1, **opts)
     d = 1.0 if t1 >= t0 else -1.0
     keys = None if times is None else d * np.asarray(times)
-    ys, ts, interpolants, at, failed = [], [t0], [], 0, None
+    out, ts, at, failed = [], [t0], 0, None
+    steps, stride = 0, 1
+    if keep == "checkpoints":
+        out.append((t0, np.array(y0, dtype=float)))
     try:
         while solver.status == "running":
             message = solver.step()
             if solver.status == "failed":
                 failed = message
                 break
-            if times is None:
+            steps += 1
+            if keep == "dense":
                 ts.append(solver.t)
-                interpolants.append(solver.dense_output())
-                continue
-            stop = int(np.searchsorted(keys, d * solver.t, side="right"))
-            if stop > at:
-                ys.append(solver.dense_output()(times[at:stop]).reshape(np.size(y0), -1))
-                at = stop
+                out.append(solver.dense_output())
+            elif keep == "checkpoints":
+                if steps % stride == 0 or solver.status != "running":
+                    out.append((solver.t, solver.y.copy()))
+                if len(out) > 2 * math.isqrt(steps) + 8:     # thin: every other one
+                    out = out[:1] + out[2:-1:2] + out[-1:]
+                    stride *= 2
+            else:
+                stop = int(np.searchsorted(keys, d * solver.t, side="right"))
+                if stop > at:
+                    out.append(solver.dense_output()(times[at:stop]).reshape(np.size(y0), -1))
+                    at = stop
     finally:
         solver.__dict__.clear()
-    if times is None:
-        return None, si.OdeSolution(ts, interpolants), failed
-    y = np.concatenate(ys, axis=1) if ys else np.zeros((np.size(y0), 0))
-    return y, None, failed
+    if keep == "dense":
+        return si.OdeSolution(ts, out), failed
+    if keep == "checkpoints":
+        return out, failed
+    return (np.concatenate(out, axis=1) if out else np.zeros((np.size(y0), 0))), failed
 
 
 # --------------------------------------------------------------------------
