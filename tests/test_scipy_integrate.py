@@ -434,7 +434,7 @@ def test_an_unstable_backward_y_is_resolved_forwards():
         np.testing.assert_allclose(gy, np.diag(e), atol=CLOSED)
 
     def forced(t1):
-        return lambda k: np.sum(solve_ivp(lambda t, y: -k * y + np.sin(20 * t), (0.0, t1),
+        return lambda k: np.sum(solve_ivp(lambda t, y: -k * y + np.sin(8 * t), (0.0, t1),
                                           y0, method="BDF", t_eval=[t1], rtol=1e-6,
                                           atol=1e-8).y)
 
@@ -449,6 +449,19 @@ def test_doctests():
     for module in (mod, quad_mod):
         result = doctest.testmod(module)
         assert result.failed == 0 and result.attempted > 0, module.__name__
+
+
+def test_the_docs_page_runs():
+    import pathlib
+    import re
+    page = pathlib.Path(__file__).resolve().parents[1] / "docs" / "solvers-integrate.md"
+    blocks = re.findall(r"^```python\n(.*?)^```", page.read_text(), re.S | re.M)
+    assert len(blocks) == 2
+    namespace = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for k, code in enumerate(blocks):
+            exec(compile(code, f"solvers-integrate.md[block {k}]", "exec"), namespace)
 
 
 def test_no_warnings_on_the_common_path():

@@ -12,12 +12,13 @@ solver's iterations:
   same solver at the same tolerances, ``a`` jumping by the output's cotangent at each
   output time (where ``y`` restarts from the stored output); then ``y0`` gets ``a(t0)``,
   ``theta`` gets ``a_theta(t0)``, ``t0`` gets ``-a(t0).f(t0, y0)`` and each output time
-  ``T_j`` gets ``ct_j.f(T_j, Y_j)``.  Explicit methods integrate ``y`` backwards too
-  ("backsolve": memory independent of the number of steps).  Implicit ones (Radau,
-  BDF, LSODA, odeint: stiff problems, whose decaying modes grow without bound backwards)
-  take ``y`` from forward re-solves instead: ``y`` is stored at about ``sqrt(steps)``
-  checkpoints, and each segment between two is re-solved forwards with dense output
-  before ``[a, a_theta]`` is solved back across it.
+  ``T_j`` gets ``ct_j.f(T_j, Y_j)``.  Explicit methods integrate ``y`` backwards
+  with ``a`` (memory independent of the number of steps), and check that it arrives at
+  the forward solve's value; implicit methods (Radau, BDF, LSODA, odeint: stiff
+  problems, whose decaying modes grow without bound backwards), and explicit ones whose
+  check fails, re-solve ``y`` forwards instead: once storing about ``2 sqrt(steps)``
+  checkpoints, then between each two with dense output while ``[a, a_theta]`` is solved
+  back across them (memory ``O(sqrt(steps))``).
 * forward (``jvp``): the forward sensitivity equations ``s' = df/dy s + df/dtheta
   theta_dot``, ``s(t0) = y0_dot - f(t0, y0) t0_dot``, solved with ``y``; the tangent of
   ``Y_j`` is ``s(T_j) + f(T_j, Y_j) T_dot_j``.
