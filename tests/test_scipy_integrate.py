@@ -147,6 +147,9 @@ def test_second_order():
     want = 1.5 ** 2 * 2 * np.exp(-0.75)
     for h in (rune.grad(rune.grad(f)), rune.jacfwd(rune.grad(f)), rune.jacfwd(rune.jacfwd(f))):
         np.testing.assert_allclose(h(0.5), want, rtol=CLOSED)
+    bdf = lambda k: solve_ivp(lambda t, y: -k * y, (0.0, 1.5), np.array([2.0, 1.0]),  # noqa
+                              method="BDF", rtol=1e-9, atol=np.array([1e-10, 1e-11])).y[0, -1]
+    np.testing.assert_allclose(rune.hessian(bdf)(0.5), want, rtol=1e3 * 1e-9)
     rune.check_grads(lambda k, y0: decay(k, y0, 0.8, "DOP853").y[:, -1], 0.5,
                      np.array([1.0, 2.0]), order=2, eps=EPS, rtol=FD_RTOL, atol=FD_RTOL)
 

@@ -61,9 +61,10 @@ class OdeCall(Call):
     ``"eval"`` (at the leaf ``T``) or ``"dense"`` (at ``T``, from the dense output of
     the user's solve).  ``user``: the user's own call (its options, jac and results are
     SciPy's, recorded in ``runs``); otherwise a derivative's system, whose implicit
-    solves get rune's Jacobian of ``rhs``.  ``base``: an adjoint system whose state
-    starts with the ``y`` of ``y' = base(t, y, *theta)``; its last leaf is then ``y`` at
-    the solve's end, from which ``y`` is re-solved forwards (not a parameter).
+    solves get rune's Jacobian of ``rhs``.  ``base``: an adjoint system, whose state
+    starts with the ``y`` of ``y' = base(t, y, *theta)``; its last leaf is then that
+    ``y`` at the solve's end (from the forward solve: what the backward ``y`` is checked
+    against, or re-solved from), not a parameter.
     """
 
     kind = "scipy.integrate"
@@ -73,7 +74,7 @@ class OdeCall(Call):
         self.rhs, self.solver, self.mode = rhs, solver, mode
         self.user = user          # None, or {"jac": maker(theta) -> jac, "dense": bool}
         self.dense = dense        # cache: plain_key(y0, t0, t1, theta) -> OdeSolution
-        self.base = base          # (the adjoint systems of implicit methods)
+        self.base = base          # (the adjoint systems)
         self.k0 = 3 if mode == "steps" else 4       # where theta starts among the leaves
         self.runs = []            # the user's solve: SciPy's results (one per example)
 
@@ -350,12 +351,12 @@ class OdeCall(Call):
                          t0, y0)
                 total = z if total is None else total + z
             return total
-        ends = [t_out[j] for j in order[1:]] + [t0]
-        starts = [Y[:, j] for j in order[1:]] + [y0]
+        ends = [t_out[j] for j in order[1:]] + [t0]         # each segment's end, and y
+        y_ends = [Y[:, j] for j in order[1:]] + [y0]         # there (the forward solve's)
         z = np.concatenate([Y[:, order[0]], np.zeros(n + p)])
         for s, j in enumerate(order):
             z = np.concatenate([Y[:, j], z[n:]]) + jump(j)   # y restarts from the output
-            z = back(z, t_out[j], ends[s], starts[s])
+            z = back(z, t_out[j], ends[s], y_ends[s])
         return z
 
 # --------------------------------------------------------------------------

@@ -159,7 +159,8 @@ class IvpSolver:
     def forward(self, fun, jac, t0, t1, y0, keep):
         """``y`` from ``t0`` to ``t1``: its dense output or checkpoints (see :func:`run`)."""
         method = "BDF" if self.method == "LSODA" else self.method    # (see _LSODA_LEAK)
-        return run(method, fun, t0, t1, y0, None, self._options(jac, self.atol), keep)
+        return run(method, fun, t0, t1, y0, None, self._options(jac, _atol(self.atol, y0)),
+                   keep)
 
 
 class OdeintSolver:
@@ -190,13 +191,21 @@ class OdeintSolver:
         see _LSODA_LEAK) gives them."""
         opts = {k: v for k, v in (("max_step", self.options.get("hmax")),
                                   ("min_step", self.options.get("hmin"))) if v}
-        opts.update(rtol=self.rtol, atol=self.atol)
+        opts.update(rtol=self.rtol, atol=_atol(self.atol, y0))
         if jac is not None:
             opts["jac"] = jac
         return run("BDF", fun, t0, t1, y0, None, opts, keep)
 
     def tolerances(self):
         return float(self.rtol), float(np.min(self.atol))
+
+
+def _atol(atol, y0):
+    """The user's atol for a state of ``y0``'s size: as given for the user's own ``y``,
+    its smallest entry for a larger system (a derivative's, at second order)."""
+    if atol is None or np.ndim(atol) == 0 or np.size(atol) == np.size(y0):
+        return atol
+    return float(np.min(atol))
 
 
 # SciPy's LSODA solver class (solve_ivp's method="LSODA") never frees its work arrays
@@ -317,13 +326,11 @@ def _is_float(x):
 
 def _end_vector(first, last, m):
     """A length-``m`` vector with ``first`` and ``last`` at its ends (None: zero)."""
-    if first is None and last is None:
-        return None
     entries = {}
     if first is not None:
         entries[0] = first
     if last is not None:
-        entries[m - 1] = entries[m - 1] + last if m == 1 and first is not None else last
+        entries[m - 1] = last if m - 1 not in entries else entries[m - 1] + last
     return _vector(m, entries)
 
 
