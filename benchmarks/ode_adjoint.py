@@ -16,8 +16,9 @@ For each: the forward solve's steps, the time of one gradient (median of a few),
 peak memory (``tracemalloc``: Python allocations, NumPy's arrays included) and its
 error along a random direction against forward sensitivities solved at rtol 1e-10.  rune's
 gradient is the adjoint method: RK45 integrates y backwards with it (memory independent
-of the steps), BDF and odeint re-solve y forwards between about 2 sqrt(steps)
-checkpoints (a stiff system's decaying modes blow up backwards);
+of the steps); BDF, and odeint when its backward y misses the forward solve's, re-solve
+y forwards between about 2 sqrt(steps) checkpoints (a stiff system's decaying modes blow
+up backwards);
 beside it autograd's ``autograd.scipy.integrate.odeint`` (also an adjoint odeint).  JAX
 is not installed here: its ``odeint`` is left out.  Prints a markdown table.
 """

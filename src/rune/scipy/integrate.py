@@ -68,13 +68,8 @@ def _time(x):
     return np.asarray(x, dtype=float)
 
 
-def _state(y0, name):
-    y0 = asarray_traced(y0) if _has_tracer(y0) else np.asarray(y0)
-    if isinstance(y0, Tracer) and y0.dtype.kind == "c":
-        raise NotImplementedError(f"{name}: a complex traced initial state; rune "
-                                  f"differentiates real systems (split it into real and "
-                                  f"imaginary parts)")
-    return y0
+def _state(y0):
+    return asarray_traced(y0) if _has_tracer(y0) else np.asarray(y0)
 
 
 class _Parts:
@@ -120,7 +115,7 @@ def solve_ivp(orig, fun, t_span, y0, method="RK45", t_eval=None, dense_output=Fa
         return orig(fun, t_span, y0, method, t_eval, dense_output, events, vectorized,
                     args, **options)
     parts = _Parts(fun, options.get("jac"), args or ())
-    y0 = _state(y0, _IVP)
+    y0 = _state(y0)
     if t_eval is not None:
         t_eval = asarray_traced(t_eval) if _has_tracer(t_eval) else np.asarray(t_eval)
     leaves = [y0, _time(t0), _time(t1)] + ([] if t_eval is None else [t_eval])
@@ -210,7 +205,7 @@ def odeint(orig, func, y0, t, args=(), Dfun=None, col_deriv=0, full_output=0, ml
     if not isinstance(args, tuple):
         args = (args,)
     parts = _Parts(func, Dfun, args, swap=not tfirst)
-    y0 = _state(y0, _ODEINT)
+    y0 = _state(y0)
     if isinstance(y0, Tracer) or any(isinstance(x, Tracer) for x in parts.theta):
         y0 = np.ravel(y0)       # (odeint's own reading of a scalar or nested y0)
     t = asarray_traced(t) if _has_tracer(t) else np.asarray(t, dtype=float)

@@ -12,13 +12,13 @@ solver's iterations:
   same solver at the same tolerances, ``a`` jumping by the output's cotangent at each
   output time (where ``y`` restarts from the stored output); then ``y0`` gets ``a(t0)``,
   ``theta`` gets ``a_theta(t0)``, ``t0`` gets ``-a(t0).f(t0, y0)`` and each output time
-  ``T_j`` gets ``ct_j.f(T_j, Y_j)``.  Explicit methods integrate ``y`` backwards
-  with ``a`` (memory independent of the number of steps), and check that it arrives at
-  the forward solve's value; implicit methods (Radau, BDF, LSODA, odeint: stiff
-  problems, whose decaying modes grow without bound backwards), and explicit ones whose
-  check fails, re-solve ``y`` forwards instead: once storing about ``2 sqrt(steps)``
-  checkpoints, then between each two with dense output while ``[a, a_theta]`` is solved
-  back across them (memory ``O(sqrt(steps))``).
+  ``T_j`` gets ``ct_j.f(T_j, Y_j)``.  ``y`` is integrated backwards with ``a``
+  (memory independent of the number of steps) and checked to arrive at the forward
+  solve's value; where it does not (a stiff system, whose decaying modes grow without
+  bound backwards), and always with the stiff methods Radau and BDF, ``y`` is
+  re-solved forwards instead: once storing about ``2 sqrt(steps)`` checkpoints, then
+  between each two with dense output while ``[a, a_theta]`` is solved back across them
+  (memory ``O(sqrt(steps))``).
 * forward (``jvp``): the forward sensitivity equations ``s' = df/dy s + df/dtheta
   theta_dot``, ``s(t0) = y0_dot - f(t0, y0) t0_dot``, solved with ``y``; the tangent of
   ``Y_j`` is ``s(T_j) + f(T_j, Y_j) T_dot_j``.
@@ -147,13 +147,14 @@ class OdeCall(Call):
         return z[:, inv.ravel()]
 
     def _adjoint_segment(self, fun, theta, z0, t0, t1, times, y_end):
-        """The adjoint system from ``t0`` back to ``t1`` (= ``times[0]``).  Explicit
-        methods first integrate ``y`` backwards with it; the result stands if that ``y``
-        arrives at ``y_end`` (the forward solve's value) within the tolerances' reach,
-        else (an unstable backward ``y``: a stiff or explosive system) the segment is
-        solved again with ``y`` from a forward re-solve, as implicit methods always do."""
-        if not self.solver.implicit:
-            z = self._at_times(fun, None, z0, t0, t1, times, quiet=True)
+        """The adjoint system from ``t0`` back to ``t1`` (= ``times[0]``).  Save with
+        the stiff methods (Radau, BDF), ``y`` is first integrated backwards with it; the
+        result stands if that ``y`` arrives at ``y_end`` (the forward solve's value)
+        within the tolerances' reach, else (an unstable backward ``y``: a stiff or
+        explosive system) the segment is solved again with ``y`` re-solved forwards."""
+        if self.solver.backsolve:
+            z = self._at_times(fun, self._jac(self.rhs, theta), z0, t0, t1, times,
+                               quiet=True)
             rtol, atol = self.solver.tolerances()
             n = y_end.size
             scale = atol + rtol * np.abs(y_end)

@@ -22,6 +22,7 @@ __all__ = ["IvpSolver", "OdeintSolver", "PerExample", "SolverWarning", "hidden_e
            "examples", "explicit", "plain_option", "plain_key"]
 
 _IMPLICIT = ("Radau", "BDF", "LSODA")
+_STIFF = ("Radau", "BDF")
 
 
 class SolverWarning(RuntimeWarning):
@@ -117,7 +118,8 @@ class IvpSolver:
         self.orig, self.method, self.rtol, self.atol = orig, method, rtol, atol
         self.options = options      # the user's other options (the primal solve only)
         self.label = f"scipy.integrate.solve_ivp (method {getattr(method, '__name__', method)})"
-        self.implicit = method in _IMPLICIT
+        self.implicit = method in _IMPLICIT        # rune's Jacobians for derived systems
+        self.backsolve = method not in _STIFF      # try y backwards first
 
     def primal(self, fun, jac, t0, t1, y0, t_eval, dense):
         opts = dict(self.options)
@@ -167,7 +169,7 @@ class OdeintSolver:
     """``scipy.integrate.odeint`` (LSODA) with the user's tolerances and options."""
 
     label = "scipy.integrate.odeint"
-    implicit = True
+    implicit = backsolve = True
 
     def __init__(self, orig, rtol, atol, options):
         eps = 1.49012e-8        # odeint's defaults (said here for the dense re-solves)
@@ -181,7 +183,10 @@ class OdeintSolver:
         return t_eval, y.T, info
 
     def solve(self, fun, jac, t0, t1, z0, times):
-        opts = {k: self.options[k] for k in ("hmax", "hmin", "mxstep") if k in self.options}
+        opts = {k: self.options[k] for k in ("hmax", "hmin") if k in self.options}
+        # (the user's mxstep bounds the steps between two of their times; a derivative's
+        # solve may span all of them)
+        opts["mxstep"] = max(int(self.options.get("mxstep") or 0), 1_000_000)
         atol = None if self.atol is None else float(np.min(self.atol))
         return odeint_values(fun, jac, t0, z0, times, self.rtol, atol, opts)
 
