@@ -301,6 +301,11 @@ def test_quad_vec_and_vmap():
     rune.check_grads(f, np.array(0.5), 0.2, 1.3, order=2)
     check_vmap(lambda k: f(k, 0.2, 1.3), np.array([0.3, 0.5, 0.8]))
     check_vmap(lambda k: quad(lambda t: np.exp(-k * t), 0, 1)[0], np.array([0.3, 0.8]))
+    check_vmap(lambda b: quad(lambda t: np.abs(t - 1.0) * t, 0, b, points=[1.0])[0],
+               np.array([0.5, 1.5, 2.0]))
+    rune.check_grads(lambda k, b: quad(lambda t: np.abs(t - 1.0) * t ** k, 0, b,
+                                       points=[1.0])[0],
+                     0.7, 1.5, order=1)
 
 
 # --------------------------------------------------------------------------
