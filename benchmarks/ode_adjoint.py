@@ -1,6 +1,6 @@
 """The adjoint method's cost: gradient of an ODE solution as the number of steps grows.
 
-    python benchmarks/ode_adjoint.py          # about a minute; --quick: a few seconds
+    python benchmarks/ode_adjoint.py          # a few minutes; --quick: under one
 
 Two 20-state systems, each a loss ``sum(y(t1)**2)`` differentiated with respect to its 20
 rate parameters, the span lengthened tenfold so that the solver takes about ten times
