@@ -35,6 +35,12 @@ LAYERS = {
     "rune.scipy": ("rune.core", "rune.dispatch", "rune.primitives", "rune.numpy", "rune.scipy",
                    "rune.concrete"),
 }
+# scipy.integrate's solvers are function-level primitives (rune.calls) whose rules run
+# rune's transformations (the adjoint and sensitivity systems call vjp/jvp of the user's
+# function): those modules may also import the transformation layer
+LAYERS.update({f"rune.scipy.integrate{s}": LAYERS["rune.scipy"] + (
+    "rune.calls", "rune.checkpoint", "rune.reverse", "rune.forward", "rune.jacobians",
+    "rune.backward", "rune.tree") for s in ("", "_ode", "_quad", "_solvers")})
 
 
 def _module_name(path):

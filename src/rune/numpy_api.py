@@ -221,7 +221,8 @@ _SCIPY_SURFACES = {"scipy.linalg": "rune.scipy.linalg", "scipy.signal": "rune.sc
                    "scipy.sparse.linalg": "rune.scipy.sparse_linalg",
                    "scipy.interpolate": "rune.scipy.interpolate",
                    "scipy.ndimage": "rune.scipy.ndimage",
-                   "scipy.spatial.distance": "rune.scipy.spatial"}
+                   "scipy.spatial.distance": "rune.scipy.spatial",
+                   "scipy.integrate": "rune.scipy.integrate"}
 
 
 for _module, _surface in _SCIPY_SURFACES.items():
