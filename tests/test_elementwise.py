@@ -109,7 +109,7 @@ MIXES_ELEMENTS = {
     "matmul", "einsum", "convolve", "convolve_nd", "fft", "rfft", "irfft", "cumprod", "prod",
     "det", "slogdet", "inv", "pinv", "solve", "solve_triangular", "tri_solve", "lu",
     "lu_solve", "lu_solve_nested", "cholesky", "eig", "eigh", "svd", "svd_gauge_free", "qr",
-    "expm", "logm", "sqrtm", "solve_sylvester", "linear_operator",
+    "expm", "logm", "sqrtm", "solve_sylvester", "linear_operator", "lfilter",
 }
 
 
