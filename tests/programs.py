@@ -355,7 +355,7 @@ def op_plain_buffer(draw, p):
     p.plain.add(c)
     if not KNOWN["write_into_plain_buffer"]:
         p.no_write.add(c)       # (later writes of traced values into it: issue 25)
-    if a in p.plain and kind == "reuse":    # v = a * c of plain arrays: NumPy's result
+    if a in p.plain:    # only plain values in: c stays NumPy's, and so is v (its result)
         p.plain.add(v)
         if not KNOWN["write_into_plain_result"]:
             p.no_write.add(v)
