@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 import rune
 from helpers import check_vmap
-from programs import BOUND, EPS, Program
+from programs import BOUND, EPS, KNOWN, Program
 
 # --------------------------------------------------------------------------
 # checks
@@ -81,13 +81,18 @@ def check_program(p, data=None, in_axes=None):
                  for x in inputs]
         args = [inputs[i] if ax is None else np.moveaxis(b, 0, ax)
                 for i, (b, ax) in enumerate(zip(batch, in_axes))]
+        w = rng.standard_normal(np.shape(f(*inputs)))
+        g = rune.grad(lambda *xs: np.sum(f(*xs) * w), argnums=tuple(range(len(inputs))))
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore", rune.PerformanceWarning)
-            check_vmap(f, *args, in_axes=in_axes, rtol=1e-9, atol=1e-9 * BOUND)
-            step = "vmap(grad) against a loop"
-            w = rng.standard_normal(np.shape(f(*inputs)))
-            g = rune.grad(lambda *xs: np.sum(f(*xs) * w), argnums=tuple(range(len(inputs))))
-            check_vmap(g, *args, in_axes=in_axes, rtol=1e-8, atol=1e-8 * BOUND)
+            try:
+                check_vmap(f, *args, in_axes=in_axes, rtol=1e-9, atol=1e-9 * BOUND)
+                step = "vmap(grad) against a loop"
+                check_vmap(g, *args, in_axes=in_axes, rtol=1e-8, atol=1e-8 * BOUND)
+            except NotImplementedError as e:        # the documented refusal, not a value
+                if KNOWN["vmap_reshape_layout"] or "may be a view or a copy" not in str(e):
+                    raise
+                KNOWN_REFUSALS.append(step)
         step = "jit(grad) and jit(f) replayed against eager"
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore", rune.PerformanceWarning)
@@ -119,6 +124,9 @@ def check_program(p, data=None, in_axes=None):
                            f"in_axes = {in_axes!r}  # for vmap")
         err.in_axes = in_axes
         raise err from e
+
+
+KNOWN_REFUSALS: list = []     # documented refusals met (KNOWN["vmap_reshape_layout"])
 
 
 def _bitwise(a, b, types=True):

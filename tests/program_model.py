@@ -36,6 +36,10 @@ KNOWN = {
     # a scalar (np.sum(x), x0 * 1.0 on 0-d x0): NumPy's "view" is a fresh array, rune's
     # reaches the scalar (silently wrong value).
     "view_of_scalar_write": False,
+    # under vmap, a write into an array with a live reshape of it whose layout rune cannot
+    # know (C or F order per example): refused with a clear NotImplementedError
+    # (docs/shape-and-indexing.md), not a wrong value; the checker counts it apart
+    "vmap_reshape_layout": False,
 }
 
 
