@@ -35,13 +35,12 @@ import warnings
 
 import numpy as np
 
-from ..backward import _fit
 from ..calls import Call, bind_call
 from ..dispatch import asarray_traced
 from ..forward import jvp
 from ..jacobians import jacfwd
 from ..reverse import vjp
-from .integrate_solvers import (PerExample, SolverWarning, hidden_error,
+from .integrate_solvers import (totals, PerExample, SolverWarning, hidden_error,
                                 plain_key, _backward_order, _columns, _end_vector,
                                 _has_tracer, _is_float, _nonzero, _pad, _same, _vector)
 
@@ -269,16 +268,7 @@ class OdeCall(Call):
         call = self
 
         def pull(ct_full, prevs):
-            grads = call._pull(vals, outs, ct_full, need)
-            totals = []
-            for g, acc in zip(groups, prevs):
-                for i in g:
-                    c = grads.get(i)
-                    if c is not None:
-                        c = _fit(asarray_traced(c), vals[i])
-                        acc = c if acc is None else acc + c
-                totals.append(acc)
-            return totals
+            return totals(call._pull(vals, outs, ct_full, need), groups, prevs, vals)
 
         return outs, pull
 

@@ -20,13 +20,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..backward import _fit
 from ..calls import Call, bind_call
 from ..core import Tracer
 from ..dispatch import asarray_traced
 from ..forward import jvp
 from ..reverse import vjp
-from .integrate_solvers import (PerExample, examples, explicit, hidden_error, plain_option,
+from .integrate_solvers import (totals, PerExample, examples, explicit, hidden_error, plain_option,
                             _checked, _has_tracer)
 
 __all__ = ["quad", "quad_vec", "simpson", "REPLACEMENTS"]
@@ -141,16 +140,7 @@ class QuadCall(Call):
         call = self
 
         def pull(ct_full, prevs):
-            grads = call._pull(vals, ct_full[0], need)
-            totals = []
-            for g, acc in zip(groups, prevs):
-                for i in g:
-                    c = grads.get(i)
-                    if c is not None:
-                        c = _fit(asarray_traced(c), vals[i])
-                        acc = c if acc is None else acc + c
-                totals.append(acc)
-            return totals
+            return totals(call._pull(vals, ct_full[0], need), groups, prevs, vals)
 
         return outs, pull
 

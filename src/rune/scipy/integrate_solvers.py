@@ -411,3 +411,21 @@ class PerExample(Call):
 
     def batched(self, bdims, trace):
         return PerExample(self, bdims, trace)
+
+
+def totals(grads, groups, prevs, vals):
+    """A call's pull result (``rune.tape.NodeRule``): for each group of arguments that are
+    one value, what was accumulated before plus each argument's cotangent in ``grads``
+    (index -> cotangent), fitted to the argument's shape and dtype."""
+    from ..backward import _fit
+    from ..dispatch import asarray_traced
+    out = []
+    for g, acc in zip(groups, prevs):
+        for i in g:
+            c = grads.get(i)
+            if c is not None:
+                c = _fit(asarray_traced(c), vals[i])
+                acc = c if acc is None else acc + c
+        out.append(acc)
+    return out
+
