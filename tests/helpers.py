@@ -9,6 +9,10 @@ import numpy as np
 import rune
 
 
+def _example(v):
+    return np.asarray(v) if isinstance(v, np.generic) else v
+
+
 def check_vmap(f, *args, in_axes=0, out_axes=0, rtol=1e-10, atol=1e-12):
     """``vmap(f)`` equals a Python loop over the batch, stacked at ``out_axes``."""
     got = rune.vmap(f, in_axes=in_axes, out_axes=out_axes)(*args)
@@ -16,7 +20,9 @@ def check_vmap(f, *args, in_axes=0, out_axes=0, rtol=1e-10, atol=1e-12):
     size = next(np.shape(a)[ax] for a, ax in zip(args, axes) if ax is not None)
     outs = []
     for i in range(size):
-        ex = [a if ax is None else np.take(a, i, axis=ax) for a, ax in zip(args, axes)]
+        # (a 0-d example as a 0-d array, as vmap hands it over: np.take gives a NumPy
+        # scalar, whose "views" are fresh arrays, so writes through them differ)
+        ex = [a if ax is None else _example(np.take(a, i, axis=ax)) for a, ax in zip(args, axes)]
         outs.append(f(*ex))
     want = rune.tree.map(lambda *xs: np.stack(xs, axis=out_axes), *outs)
     rune.tree.map(lambda g, w: np.testing.assert_allclose(g, w, rtol=rtol, atol=atol), got, want)
