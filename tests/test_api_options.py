@@ -8,18 +8,9 @@ import numpy as np
 import pytest
 
 import rune
+from helpers import fd_grad
 
 RNG = np.random.default_rng(7)
-
-
-def _fd(f, x, eps=1e-6):
-    """Central differences of a scalar-valued f along each element of x (float64)."""
-    g = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        e = np.zeros_like(x)
-        e[i] = eps
-        g[i] = (f(x + e) - f(x - e)) / (2 * eps)
-    return g
 
 
 # ---------------------------------------------------------------- dir(rune)
@@ -220,7 +211,7 @@ def test_elementwise_grad_of_an_elementwise_function():
     x = RNG.standard_normal((2, 3))
     g = rune.elementwise_grad(f)(x)
     assert g.shape == x.shape and g.dtype == x.dtype
-    np.testing.assert_allclose(g, _fd(lambda v: np.sum(f(v)), x), rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(g, fd_grad(lambda v: np.sum(f(v)), x), rtol=1e-7, atol=1e-9)
     np.testing.assert_allclose(g.ravel(), np.diag(rune.jacrev(f)(x).reshape(6, 6)),
                                rtol=1e-14)
     assert rune.elementwise_grad(lambda t: t ** 3)(2.0) == 12.0
@@ -235,7 +226,7 @@ def test_elementwise_grad_sums_the_rows_of_the_jacobian():
     np.testing.assert_allclose(gx, J["a"][0].sum(0) + J["b"][0].sum(0), rtol=1e-13)
     np.testing.assert_allclose(gy, J["a"][1].sum(0) + J["b"][1].sum(0), rtol=1e-13)
     total = lambda v: sum(np.sum(o) for o in rune.tree.leaves(f(v, y)))   # noqa: E731
-    np.testing.assert_allclose(gx, _fd(total, x), rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(gx, fd_grad(total, x), rtol=1e-7, atol=1e-9)
 
 
 def test_elementwise_grad_refuses_integer_outputs_and_inputs():

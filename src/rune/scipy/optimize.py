@@ -367,12 +367,7 @@ def _bracketing(name, *fields):
             return (root, info) if full else root
         if not info.converged:
             ift.warn_not_converged(name, info.flag)
-        x = _scalar_root(root, f, args, False, name)
-        if not full:
-            return x
-        info = copy.copy(info)
-        info.root = x
-        return x, info
+        return _with_root(_scalar_root(root, f, args, False, name), info, full)
     return run
 
 
@@ -412,7 +407,11 @@ def _newton(call):
     root, info = out
     if not info.converged:
         ift.warn_not_converged(name, info.flag)
-    x = _scalar_root(root, func, args, False, name)
+    return _with_root(_scalar_root(root, func, args, False, name), info, full)
+
+
+def _with_root(x, info, full):
+    """The root ``x`` as SciPy returns it: alone, or with a copy of its ``info`` telling it."""
     if not full:
         return x
     info = copy.copy(info)

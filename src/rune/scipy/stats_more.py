@@ -76,6 +76,17 @@ def _moments(a, axis, orders):
     return np.squeeze(mean, axis=axis), [np.mean(dev ** k, axis=axis) for k in orders]
 
 
+def _central(a, axis, k):
+    """What skew and kurtosis share: ``(n, keep, (m2, mk), zero, safe)``: the sample size,
+    the keepdims restorer, the 2nd and ``k``-th central moments, where ``m2`` is zero to
+    rounding (SciPy's test) and ``m2`` with 1 there."""
+    a, axis, keep = _prepare(a, axis)
+    n = _shape(a)[axis] if _ndim(a) else 1
+    mean, moments = _moments(a, axis, (2, k))
+    zero = moments[0] <= (np.finfo(a.dtype).eps * mean) ** 2
+    return n, keep, moments, zero, np.where(zero, 1.0, moments[0])
+
+
 def skew(a, axis=0, bias=True, nan_policy="propagate", *, keepdims=False):
     """The sample skewness ``m3 / m2^1.5`` (NaN where ``m2`` is zero to rounding), with
     SciPy's correction ``sqrt(n (n-1)) / (n-2)`` when ``bias=False``.
@@ -86,12 +97,7 @@ def skew(a, axis=0, bias=True, nan_policy="propagate", *, keepdims=False):
     True
     """
     _check_nan_policy("skew", nan_policy)
-    a, axis, keep = _prepare(a, axis)
-    n = _shape(a)[axis] if _ndim(a) else 1
-    mean, (m2, m3) = _moments(a, axis, (2, 3))
-    eps = np.finfo(a.dtype).eps
-    zero = m2 <= (eps * mean) ** 2
-    safe = np.where(zero, 1.0, m2)
+    n, keep, (m2, m3), zero, safe = _central(a, axis, 3)
     with np.errstate(all="ignore"):
         vals = np.where(zero, np.nan, m3 / safe ** 1.5)
         if not bias and n > 2:
@@ -110,12 +116,7 @@ def kurtosis(a, axis=0, fisher=True, bias=True, nan_policy="propagate", *, keepd
     True
     """
     _check_nan_policy("kurtosis", nan_policy)
-    a, axis, keep = _prepare(a, axis)
-    n = _shape(a)[axis] if _ndim(a) else 1
-    mean, (m2, m4) = _moments(a, axis, (2, 4))
-    eps = np.finfo(a.dtype).eps
-    zero = m2 <= (eps * mean) ** 2
-    safe = np.where(zero, 1.0, m2)
+    n, keep, (m2, m4), zero, safe = _central(a, axis, 4)
     with np.errstate(all="ignore"):
         vals = np.where(zero, np.nan, m4 / safe ** 2)
         if not bias and n > 3:
