@@ -168,6 +168,40 @@ def test_without_holomorphic_complex_results_are_as_before():
         rune.grad(lambda z: z ** 2, holomorphic=True)(2.0)    # a Python float is real
 
 
+def test_jacobians_without_holomorphic_agree_or_refuse():
+    # forward mode pushes real tangents and reverse mode differentiates the real part:
+    # each mode refuses what it would get only partly, so that jacfwd and jacrev never
+    # silently disagree (jacfwd of complex z gave df/dx alone, jacrev of a complex output
+    # the Jacobian of its real part)
+    f = lambda z: np.abs(z) ** 2 + np.real(z) * 3     # noqa: E731  complex -> real
+    with pytest.raises(TypeError, match=r"jacfwd needs real inputs .* but z has dtype "
+                                        r"complex128"):
+        rune.jacfwd(f)(Z)
+    with pytest.raises(TypeError, match=r"hessian needs real inputs .* but z has dtype"):
+        rune.hessian(lambda z: np.sum(np.abs(z) ** 2))(Z)
+    with pytest.raises(TypeError, match=r"jacfwd needs real inputs .* but p\['b'\] has"):
+        rune.jacfwd(lambda x, p: x * p["b"], argnums=(0, 1))(1.0, {"b": Z})
+    # jacrev of a real output: df/dx - i df/dy, checked against differences of both parts
+    jr = rune.jacrev(f)(Z)
+    eps = 1e-6
+    for j in range(Z.size):
+        e = np.zeros(Z.size)
+        e[j] = eps
+        dx = (f(Z + e) - f(Z - e)) / (2 * eps)
+        dy = (f(Z + 1j * e) - f(Z - 1j * e)) / (2 * eps)
+        np.testing.assert_allclose(jr[:, j], dx - 1j * dy, rtol=1e-7, atol=1e-7)
+    h = lambda x: x * (1 + 2j) + np.sin(x)            # noqa: E731  real -> complex
+    x = np.array([0.3, -1.2])
+    jf = rune.jacfwd(h)(x)
+    np.testing.assert_allclose(jf, np.diag(1 + 2j + np.cos(x)), rtol=1e-14)
+    with pytest.raises(TypeError, match=r"jacrev needs real outputs .* but out has dtype "
+                                        r"complex128.*rune.jacfwd"):
+        rune.jacrev(h)(x)
+    # real in, real out through complex intermediates: both modes, and they agree
+    k = lambda x: np.abs(np.exp(1j * x) * (x + 2)) ** 2   # noqa: E731
+    np.testing.assert_allclose(rune.jacfwd(k)(x), rune.jacrev(k)(x), rtol=1e-13)
+
+
 def test_holomorphic_is_keyword_only():
     with pytest.raises(TypeError):
         rune.grad(lambda z: z, 0, False, False, True)  # type: ignore[call-arg]

@@ -27,7 +27,7 @@ from .primitives.backends import in_backend_of, is_duck_array
 
 __all__ = ["is_diff_leaf", "argnums_tuple", "as_argnum", "diff_fn", "check_diff_args",
            "check_leaves", "check_scalar_output", "check_holomorphic", "check_holomorphic_out",
-           "check_aux_pair", "describe", "zero_like",
+           "check_aux_pair", "check_real_inputs", "check_real_out", "describe", "zero_like",
            "as_array", "cast_like", "to_user", "unalias", "private_copies", "wrap_name",
            "fun_name", "signature", "arg_names", "shape_of", "dtype_of", "size_of",
            "broadcast_shape"]
@@ -286,6 +286,40 @@ def check_holomorphic_out(out, what):
                             f"variable is not holomorphic: drop holomorphic=True)")
 
 
+def check_real_inputs(args, nums, what, fun=None):
+    """Without ``holomorphic``: no differentiated leaf is complex (as in JAX), or a TypeError
+    naming the first that is.  Forward mode pushes real tangents, so a complex input would
+    get only its derivative along the real axis: a partial Jacobian that ``jacrev``'s
+    (``df/dx - i df/dy``) does not match."""
+    for k in dict.fromkeys(nums):
+        leaves, td = tree_util.flatten(args[k])
+        for j, x in enumerate(leaves):
+            if x is not None and dtype_of(x).kind == "c":
+                path = tree_util.leaf_paths(td, _param(fun, len(args), k))[j]
+                raise TypeError(
+                    f"{what} needs real inputs unless f is holomorphic, but {path} has dtype "
+                    f"{dtype_of(x)}: the derivative of a non-holomorphic f along the "
+                    f"imaginary axis is not that along the real one, so no one complex "
+                    f"matrix is its Jacobian. Pass holomorphic=True for a holomorphic f, or "
+                    f"differentiate with respect to the real and imaginary parts (f(x + 1j * "
+                    f"y) of real x, y); rune.grad and rune.jacrev of a real output give "
+                    f"df/dx - i df/dy")
+
+
+def check_real_out(out, what):
+    """Without ``holomorphic``: no output leaf of ``jacrev`` is complex (as in JAX)."""
+    leaves, td = tree_util.flatten(out)
+    for j, o in enumerate(leaves):
+        if dtype_of(o).kind == "c":
+            path = tree_util.leaf_paths(td, "out")[j]
+            raise TypeError(
+                f"{what} needs real outputs unless f is holomorphic, but {path} has dtype "
+                f"{dtype_of(o)}: reverse mode would give the Jacobian of its real part only. "
+                f"Pass holomorphic=True for a holomorphic f, use rune.jacfwd (real inputs, "
+                f"complex outputs: the whole complex Jacobian), or return np.real(...) and "
+                f"np.imag(...) as two outputs")
+
+
 def _param(fun, nargs, k):
     """The name of ``fun``'s positional parameter ``k`` (``args[k]`` when unknown)."""
     return arg_names(fun, nargs)[k] if fun is not None else f"args[{k}]"
@@ -293,6 +327,8 @@ def _param(fun, nargs, k):
 
 def check_scalar_output(out, what="grad"):
     """Raise unless ``out`` is a floating scalar (what ``grad`` can differentiate)."""
+    if type(out) is np.ndarray and out.dtype.kind in "fc" and out.shape == ():
+        return      # (the common case first)
     if isinstance(out, (bool, int, np.bool_, np.integer)) or (
             hasattr(out, "dtype") and out.dtype.kind in "biu"):
         raise TypeError(f"{what} needs a real or complex floating-point scalar output; f "

@@ -20,6 +20,8 @@ from .api_util import (
     check_diff_args,
     check_holomorphic,
     check_holomorphic_out,
+    check_real_inputs,
+    check_real_out,
     describe,
     diff_fn,
     fun_name,
@@ -90,6 +92,9 @@ def jacrev(f: Callable[P, Any], argnums: ArgNums = 0, has_aux: bool = False,
         allow_int: as in [`grad`][rune.grad].
         holomorphic: ``f`` is holomorphic: the blocks are complex derivatives
             ``df_i/dz_j``; inputs and outputs must be complex (as in JAX).
+            Without it the outputs must be real (complex inputs get ``df/dx - i df/dy``,
+            as in ``grad``); a complex output raises TypeError (its real part alone is
+            not its Jacobian): use ``jacfwd`` for real inputs and complex outputs.
 
     Returns:
         A function with ``f``'s parameters returning the Jacobian (``(jacobian, aux)``
@@ -120,6 +125,8 @@ def jacrev(f: Callable[P, Any], argnums: ArgNums = 0, has_aux: bool = False,
                             f"arrays; it returned {describe(out)} (no array in it)")
         if holomorphic:
             check_holomorphic_out(out, "jacrev")
+        else:
+            check_real_out(out, "jacrev")
         shapes = [_shape(o) for o in out_leaves]
         basis, sizes = _basis(shapes, [_dtype(o) for o in out_leaves])
         cts = vmap(pullback, chunk_size=chunk_size)(tree_util.unflatten(out_tree, basis))
@@ -176,6 +183,8 @@ def jacfwd(f: Callable[P, Any], argnums: ArgNums = 0, has_aux: bool = False,
         allow_int: as in [`grad`][rune.grad].
         holomorphic: ``f`` is holomorphic: the blocks are complex derivatives
             ``df_i/dz_j``; inputs and outputs must be complex (as in JAX).
+            Without it the inputs must be real (complex outputs are fine: the whole
+            complex Jacobian); a complex input raises TypeError, as in JAX.
 
     Returns:
         A function with ``f``'s parameters returning the Jacobian (``(jacobian, aux)``
@@ -194,6 +203,8 @@ def jacfwd(f: Callable[P, Any], argnums: ArgNums = 0, has_aux: bool = False,
         check_diff_args(args, nums, allow_int, "jacfwd", f)
         if holomorphic:
             check_holomorphic(args, nums, "jacfwd", f)
+        else:
+            check_real_inputs(args, nums, "jacfwd", f)
         g, diff_args, pick = diff_fn(f, args, nums, kwargs)
         diff_args = tuple(diff_args)
         in_leaves, in_tree = tree_util.flatten(diff_args)
@@ -282,7 +293,7 @@ def hessian(f: Callable[P, Any], argnums: ArgNums = 0, has_aux: bool = False,
         chunk_size: as in [`jacrev`][rune.jacrev].
         allow_int: as in [`grad`][rune.grad].
         holomorphic: ``f`` is holomorphic (complex in, complex out), as in
-            [`jacrev`][rune.jacrev].
+            [`jacrev`][rune.jacrev]; without it the inputs must be real (TypeError).
 
     Returns:
         A function with ``f``'s parameters returning the Hessian.
@@ -301,8 +312,14 @@ def hessian(f: Callable[P, Any], argnums: ArgNums = 0, has_aux: bool = False,
                       holomorphic=holomorphic),
                argnums, has_aux=has_aux, chunk_size=chunk_size, allow_int=allow_int,
                holomorphic=holomorphic)
-    wrap_name(h, f, "hessian")
-    return h
+
+    def hess(*args, **kwargs):
+        if not holomorphic:     # (named here, not as the jacfwd inside)
+            check_real_inputs(args, argnums_tuple(argnums, len(args))[1], "hessian", f)
+        return h(*args, **kwargs)
+
+    wrap_name(hess, f, "hessian")
+    return hess
 
 
 def hvp(f: Callable[..., Any], primals: Sequence[Any],
