@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import warnings
 
 import numpy as np
 import scipy.spatial.transform._rotation_cy as _cy
@@ -62,7 +63,7 @@ from ..dispatch import _iter_tracers, wrap_while_active
 from ..reverse import stop_gradient
 
 SCIPY_MODULE = "scipy.spatial.transform"   # the names of docs/supported.md
-__all__ = ["from_matrix", "from_rotvec", "reduce", "polar"]
+__all__ = ["from_matrix", "from_rotvec", "reduce", "polar", "normalize_quaternion"]
 
 _CY = "scipy.spatial.transform._rotation_cy"
 _XP = "scipy.spatial.transform._rotation_xp"
@@ -197,6 +198,50 @@ def from_rotvec(rotvec, degrees=False):
 
 
 # --------------------------------------------------------------------------
+# SciPy's checks, decided on every example of a vmap batch at once
+# --------------------------------------------------------------------------
+# (SciPy's array-API code checks with Python ``if``s, which would make vmap run the whole
+# function once per example: these two sit on every path, so they decide for the batch.)
+
+def _any_zero(norm):
+    return bool(np.any(norm == 0))
+
+
+def normalize_quaternion(quat):
+    """SciPy's ``_rotation_xp._normalize_quaternion``: ``quat / |quat|``, a zero norm
+    refused (in any example of a batch).
+
+    >>> import numpy as np, rune
+    >>> rune.vmap(normalize_quaternion)(np.array([[0.0, 0.0, 0.0, 2.0], [3.0, 0, 0, 4]]))
+    array([[0. , 0. , 0. , 1. ],
+           [0.6, 0. , 0. , 0.8]])
+    """
+    norm = _xp.xp_vector_norm(quat, axis=-1, keepdims=True)
+    if decide(_any_zero, norm):
+        raise ValueError("Found zero norm quaternions in `quat`.")
+    return quat / norm
+
+
+def _any_gimbal_lock(a, b, c, d):
+    second = 2 * np.arctan2(np.hypot(c, d), np.hypot(a, b))
+    return bool(np.any((np.abs(second) <= 1e-7) | (np.abs(second - np.pi) <= 1e-7)))
+
+
+def _get_angles_checked(orig):
+    """SciPy's ``_rotation_xp._get_angles`` (Euler and Davenport angles), its gimbal-lock
+    warning decided for the whole batch."""
+    @functools.wraps(orig)
+    def get_angles(extrinsic, symmetric, sign, lamb, a, b, c, d, suppress_warnings):
+        if not _has_tracer((a, b, c, d), {}):
+            return orig(extrinsic, symmetric, sign, lamb, a, b, c, d, suppress_warnings)
+        if not suppress_warnings and decide(_any_gimbal_lock, a, b, c, d):
+            warnings.warn("Gimbal lock detected. Setting third angle to zero since it is "
+                          "not possible to uniquely determine all angles.", stacklevel=4)
+        return orig(extrinsic, symmetric, sign, lamb, a, b, c, d, True)
+    return get_angles
+
+
+# --------------------------------------------------------------------------
 # reduce: the choice made by SciPy's compiled function on the numbers
 # --------------------------------------------------------------------------
 
@@ -206,8 +251,8 @@ def _numbers(x):
     if x is None:
         return None
     x = stop_gradient(x)
-    if isinstance(x, Tracer):
-        x = np.array(x.tolist())
+    if isinstance(x, Tracer):       # batched: Python needs one example's numbers, which
+        float(np.ravel(x)[0])       # makes vmap run the function once per example
     return np.asarray(x, dtype=float)
 
 
@@ -227,7 +272,8 @@ def reduce(quat, left=None, right=None):
     >>> np.round(rune.grad(f)(np.array([0.0, 0.0, 1.5])), 6) + 0.0
     array([ 0.,  0., -1.])
     """
-    _, left_best, right_best = _cy.reduce(_numbers(quat), _numbers(left), _numbers(right))
+    scipy_reduce = getattr(_cy.reduce, "__wrapped__", _cy.reduce)     # SciPy's own
+    _, left_best, right_best = scipy_reduce(_numbers(quat), _numbers(left), _numbers(right))
     if left_best is None and right_best is None:
         return quat, None, None
     reduced = quat
@@ -303,6 +349,8 @@ for _name in ROUTED:
 wrap_while_active(_XP, "from_matrix", _traced_or_original(from_matrix))
 wrap_while_active(_XP, "from_rotvec", _traced_or_original(from_rotvec))
 wrap_while_active(_XP, "reduce", _traced_or_original(reduce))
+wrap_while_active(_XP, "_normalize_quaternion", _traced_or_original(normalize_quaternion))
+wrap_while_active(_XP, "_get_angles", _get_angles_checked)
 wrap_while_active("scipy._lib.array_api_extra._lib._at", "at._op", _lift_target)
 wrap_while_active("scipy.spatial.transform._rotation_spline", "RotationSpline.__init__",
                   _no_spline)
