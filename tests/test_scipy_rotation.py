@@ -152,6 +152,62 @@ def test_vmap_equals_loop(name):
 
 
 # --------------------------------------------------------------------------
+# RigidTransform (the same routing to SciPy's array-API backend)
+# --------------------------------------------------------------------------
+
+from scipy.spatial.transform import RigidTransform as T  # noqa: E402
+
+E6 = RNG.standard_normal(6)
+TOP = T.from_exp_coords(E6).as_matrix()[:3]
+PLAIN_T = T.from_exp_coords(RNG.standard_normal(6))
+
+
+def rigid(top):
+    return T.from_matrix(np.concatenate([top, [[0.0, 0.0, 0.0, 1.0]]]))
+
+
+RIGID_CASES = {
+    "from_matrix": (lambda top: rigid(top).as_exp_coords(), TOP),
+    "from_matrix_projected": (lambda top: rigid(top).as_matrix(),
+                              TOP + 0.1 * RNG.standard_normal((3, 4))),
+    "from_components": (lambda t: T.from_components(t, R.from_rotvec(W0)).as_matrix(), W0),
+    "from_exp_coords": (lambda e: T.from_exp_coords(e).as_matrix(), E6),
+    "from_exp_coords_zero": (lambda e: T.from_exp_coords(e).as_matrix(), np.zeros(6)),
+    "as_exp_coords": (lambda e: T.from_exp_coords(e).as_exp_coords(), E6),
+    "dual_quat": (lambda e: T.from_dual_quat(T.from_exp_coords(e).as_dual_quat())
+                  .as_matrix(), E6),
+    "apply": (lambda e: T.from_exp_coords(e).apply(P, inverse=True), E6),
+    "apply_plain": (lambda p: PLAIN_T.apply(p), P),
+    "mul_inv": (lambda e: (PLAIN_T * T.from_exp_coords(e).inv()).as_matrix(), E6),
+    "components": (lambda e: np.concatenate([T.from_exp_coords(e).translation,
+                                             T.from_exp_coords(e).rotation.as_quat()]), E6),
+    "mean": (lambda e: T.from_exp_coords(e).mean().as_matrix(), 0.3 * W4.repeat(2, 1)),
+}
+
+
+@pytest.mark.parametrize("name", RIGID_CASES)
+def test_rigid_transform(name):
+    f, x = RIGID_CASES[name]
+    want = f(x)
+    np.testing.assert_allclose(traced_value(f, x), want, rtol=0,
+                               atol=TOL * max(1.0, float(np.max(np.abs(want)))))
+    check_grads(writeable(f), x, order=1 if name == "mean" else 2)
+    if name in ("from_exp_coords", "apply", "mul_inv"):
+        check_vmap(f, np.stack([x, 0.5 * x]), rtol=1e-12, atol=1e-13)
+
+
+def test_rigid_transform_pow_follows_rotation_pow():
+    """SciPy's array-API ``pow`` (rune's route): its rotation part is ``Rotation ** n``
+    exactly; SciPy's compiled one differs from that by up to about 1e-8."""
+    f = lambda e: (T.from_exp_coords(e) ** 0.4).as_matrix()      # noqa: E731
+    got = traced_value(f, E6)
+    want_rot = (R.from_matrix(T.from_exp_coords(E6).as_matrix()[:3, :3]) ** 0.4).as_matrix()
+    np.testing.assert_allclose(got[:3, :3], want_rot, rtol=0, atol=TOL)
+    np.testing.assert_allclose(got, f(E6), rtol=0, atol=1e-7)
+    check_grads(writeable(f), E6, order=1)
+
+
+# --------------------------------------------------------------------------
 # Singular points
 # --------------------------------------------------------------------------
 

@@ -14,7 +14,10 @@ formulas and checks: ``from_quat``, ``from_matrix``, ``from_rotvec``, ``from_eul
 ``from_mrp``, ``from_davenport``, ``as_quat``, ``as_matrix``, ``as_rotvec``, ``as_euler``,
 ``as_mrp``, ``as_davenport``, ``apply``, ``*``, ``**``, ``inv``, ``magnitude``, ``mean``,
 ``reduce``, ``approx_equal``, ``align_vectors``, indexing, ``concatenate`` and
-``Slerp``; a plain ``Rotation`` made outside combines with a traced one.
+``Slerp``; a plain ``Rotation`` made outside combines with a traced one.  ``RigidTransform``
+is routed the same way (its compiled backend to ``_rigid_transform_xp``); its ``** n``
+then follows the array-API backend, whose rotation part is ``Rotation ** n`` exactly
+(SciPy's compiled one differs from that by up to about ``1e-8``).
 
 Two of the array-API functions are replaced by versions with the same values and a
 derivative that is right in every direction:
@@ -55,6 +58,7 @@ import warnings
 import numpy as np
 import scipy.spatial.transform._rotation_cy as _cy
 import scipy.spatial.transform._rotation_xp as _xp
+import scipy.spatial.transform._rigid_transform_xp as _rigid_xp
 
 from ..custom import custom_jvp
 from ..concrete import decide
@@ -65,6 +69,29 @@ from ..reverse import stop_gradient
 SCIPY_MODULE = "scipy.spatial.transform"   # the names of docs/supported.md
 __all__ = ["from_matrix", "from_rotvec", "reduce", "polar", "normalize_quaternion"]
 
+_R = "scipy.spatial.transform.Rotation"
+SUPPORTED = [(f"{_R}.{n}", note) for n, note in [
+    ("from_quat", ""), ("from_matrix", "the projection's (polar factor's) derivative"),
+    ("from_rotvec", ""), ("from_euler", ""), ("from_mrp", ""), ("from_davenport", ""),
+    ("as_quat", ""), ("as_matrix", ""), ("as_rotvec", ""),
+    ("as_euler", "gimbal lock: finite one-sided values"), ("as_davenport", "likewise"),
+    ("as_mrp", ""), ("apply", ""), ("__mul__", ""), ("__pow__", ""), ("inv", ""),
+    ("magnitude", "at the identity: gradient 0"), ("__getitem__", ""),
+    ("__setitem__", ""), ("concatenate", ""),
+    ("mean", "per-example under vmap with batched weights"),
+    ("reduce", "the choice: no derivative; per-example under vmap"),
+    ("approx_equal", "no derivative"), ("align_vectors", "")]] + [
+    ("`scipy.spatial.transform.Slerp`", "per-example under vmap for batched times"),
+    ("`scipy.spatial.transform.RotationSpline`", "refused on traced values "
+     "(NotImplementedError)")] + [
+    (f"scipy.spatial.transform.RigidTransform.{n}", note) for n, note in [
+        ("from_matrix", "the rotation part: as Rotation.from_matrix"),
+        ("from_components", ""), ("from_rotation", ""), ("from_translation", ""),
+        ("from_exp_coords", ""), ("from_dual_quat", ""), ("as_matrix", ""),
+        ("as_components", ""), ("as_exp_coords", ""), ("as_dual_quat", ""),
+        ("apply", ""), ("__mul__", ""), ("inv", ""),
+        ("__pow__", "the array-API backend's values (see the module)"), ("mean", ""),
+        ("__getitem__", ""), ("__setitem__", "")]]
 _CY = "scipy.spatial.transform._rotation_cy"
 _XP = "scipy.spatial.transform._rotation_xp"
 
@@ -75,6 +102,10 @@ ROUTED = ("from_quat", "from_matrix", "_from_matrix_orthogonal", "from_rotvec",
           "as_euler", "as_davenport", "as_mrp", "inv", "magnitude", "compose_quat", "apply",
           "pow", "mean", "reduce", "approx_equal", "setitem", "align_vectors")
 RENAMED = {"apply": {"vectors": "points"}}
+# RigidTransform likewise (its compiled backend's functions that take arrays)
+RIGID = ("from_matrix", "from_rotation", "from_translation", "from_exp_coords",
+         "from_dual_quat", "as_exp_coords", "as_dual_quat", "compose_transforms", "apply",
+         "inv", "pow", "mean", "setitem", "normalize_dual_quaternion")
 
 
 def _has_tracer(args, kwargs):
@@ -288,10 +319,10 @@ def reduce(quat, left=None, right=None):
 # Registration
 # --------------------------------------------------------------------------
 
-def _routed(name):
+def _routed(name, backend=_xp, renamed=None):
     """A ``make_wrapper``: the array-API backend's ``name`` when an argument is traced."""
-    target = getattr(_xp, name)
-    renamed = RENAMED.get(name, {})
+    target = getattr(backend, name)
+    renamed = RENAMED.get(name, {}) if renamed is None else renamed
 
     def make_wrapper(orig):
         sig = inspect.signature(orig)
@@ -346,6 +377,9 @@ def _no_spline(orig):
 
 for _name in ROUTED:
     wrap_while_active(_CY, _name, _routed(_name))
+for _name in RIGID:
+    wrap_while_active("scipy.spatial.transform._rigid_transform_cy", _name,
+                      _routed(_name, _rigid_xp, {}))
 wrap_while_active(_XP, "from_matrix", _traced_or_original(from_matrix))
 wrap_while_active(_XP, "from_rotvec", _traced_or_original(from_rotvec))
 wrap_while_active(_XP, "reduce", _traced_or_original(reduce))
