@@ -60,11 +60,9 @@ import scipy.spatial.transform._rotation_cy as _cy
 import scipy.spatial.transform._rotation_xp as _xp
 import scipy.spatial.transform._rigid_transform_xp as _rigid_xp
 
-from ..custom import custom_jvp
 from ..concrete import decide
-from ..core import Tracer
+from ..core import Primitive, Tracer, stop_leaf
 from ..dispatch import _iter_tracers, wrap_while_active
-from ..reverse import stop_gradient
 
 SCIPY_MODULE = "scipy.spatial.transform"   # the names of docs/supported.md
 __all__ = ["from_matrix", "from_rotvec", "reduce", "polar", "normalize_quaternion"]
@@ -129,14 +127,42 @@ def _is_orthogonal(m):
     return np.all(close, axis=(-2, -1))
 
 
-@custom_jvp
+def _polar_impl(m):
+    u, _, vt = np.linalg.svd(m)
+    return np.where(_is_orthogonal(m)[..., None, None], m, u @ vt)
+
+
+def _polar_rule(t, q, m):
+    """``Q [w]x`` with ``(tr(H) I - H) w = vee(Q.T t - t.T Q)``, ``H = Q.T M``: the polar
+    factor's tangent for a tangent ``t`` of ``M``, and (the map is self-adjoint under
+    ``sum(G * dQ)``) its cotangent for a cotangent ``t`` of ``Q``."""
+    h = _T(q) @ m
+    a = _T(q) @ t
+    a = a - _T(a)
+    rhs = np.stack([a[..., 2, 1], a[..., 0, 2], a[..., 1, 0]], axis=-1)
+    lhs = np.trace(h, axis1=-2, axis2=-1)[..., None, None] * np.eye(3) - h
+    w = np.linalg.solve(lhs, rhs[..., None])[..., 0]
+    zero = np.zeros_like(w[..., 0])
+    hat = np.stack([np.stack([zero, -w[..., 2], w[..., 1]], axis=-1),
+                    np.stack([w[..., 2], zero, -w[..., 0]], axis=-1),
+                    np.stack([-w[..., 1], w[..., 0], zero], axis=-1)], axis=-2)
+    return q @ hat
+
+
+polar_p = Primitive(
+    "rotation_polar", _polar_impl,
+    jvp=(lambda t, out, m: _polar_rule(t, out, m),),
+    vjp=(lambda ct, out, m: _polar_rule(ct, out, m),),
+    batch=lambda args, bdims: (polar_p(np.moveaxis(args[0], bdims[0], 0)), 0),
+    residuals=("args", "out"))
+
+
 def polar(m):
     """The rotation nearest to each 3x3 matrix ``m`` (``det > 0``): ``m`` itself where it is
     orthogonal to ``1e-12`` (as SciPy's ``from_matrix`` leaves it), else ``U @ Vt`` of its
-    SVD.  The derivative is the polar factor's: ``dQ = Q [w]x`` with
-    ``(tr(H) I - H) w = vee(Q.T dM - dM.T Q)``, ``H = Q.T M`` (exact also at an orthogonal
-    ``m``, where the derivative of ``m`` itself would keep the directions that leave the
-    rotations).
+    SVD.  The derivative is the polar factor's (:func:`_polar_rule`), exact also at an
+    orthogonal ``m``, where the derivative of ``m`` itself would keep the directions that
+    leave the rotations; its rules are NumPy code, so every order follows.
 
     >>> import numpy as np, rune
     >>> m = np.diag([1.0, 2.0, 3.0])
@@ -149,25 +175,7 @@ def polar(m):
            [-0.3333,  0.    ,  0.2   ],
            [-0.25  , -0.2   ,  0.    ]])
     """
-    u, _, vt = np.linalg.svd(m)
-    return np.where(_is_orthogonal(m)[..., None, None], m, u @ vt)
-
-
-@polar.defjvp
-def _polar_jvp(primals, tangents):
-    (m,), (dm,) = primals, tangents
-    q = polar(m)
-    h = _T(q) @ m
-    a = _T(q) @ dm
-    a = a - _T(a)
-    rhs = np.stack([a[..., 2, 1], a[..., 0, 2], a[..., 1, 0]], axis=-1)
-    lhs = np.trace(h, axis1=-2, axis2=-1)[..., None, None] * np.eye(3) - h
-    w = np.linalg.solve(lhs, rhs[..., None])[..., 0]
-    zero = np.zeros_like(w[..., 0])
-    hat = np.stack([np.stack([zero, -w[..., 2], w[..., 1]], axis=-1),
-                    np.stack([w[..., 2], zero, -w[..., 0]], axis=-1),
-                    np.stack([-w[..., 1], w[..., 0], zero], axis=-1)], axis=-2)
-    return q, q @ hat
+    return polar_p(m)
 
 
 def _first_nonpositive(d):
@@ -281,7 +289,7 @@ def _numbers(x):
     are read one example at a time (vmap then runs the function once per example)."""
     if x is None:
         return None
-    x = stop_gradient(x)
+    x = stop_leaf(x)
     if isinstance(x, Tracer):       # batched: Python needs one example's numbers, which
         float(np.ravel(x)[0])       # makes vmap run the function once per example
     return np.asarray(x, dtype=float)
