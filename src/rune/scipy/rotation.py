@@ -19,8 +19,10 @@ is routed the same way (its compiled backend to ``_rigid_transform_xp``); its ``
 then follows the array-API backend, whose rotation part is ``Rotation ** n`` exactly
 (SciPy's compiled one differs from that by up to about ``1e-8``).
 
-Two of the array-API functions are replaced by versions with the same values and a
-derivative that is right in every direction:
+The array-API code writes results into arrays it makes (``xpx.at(x)[i].set(y)``); with ``x``
+plain and ``y`` traced the write goes to a traced copy of ``x`` (the result is returned, as
+``at`` documents).  Two of the array-API functions are replaced by versions with the same
+values and a derivative that is right in every direction:
 
 * ``from_matrix`` (``assume_valid=False``) projects a matrix that is not orthogonal to the
   nearest rotation (the orthogonal polar factor ``U @ Vt``) and leaves one that is (to
