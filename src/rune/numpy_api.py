@@ -222,6 +222,7 @@ _SCIPY_SURFACES = {"scipy.linalg": "rune.scipy.linalg", "scipy.signal": "rune.sc
                    "scipy.interpolate": "rune.scipy.interpolate",
                    "scipy.ndimage": "rune.scipy.ndimage",
                    "scipy.spatial.distance": "rune.scipy.spatial",
+                   "scipy.spatial.transform": "rune.scipy.rotation",
                    "scipy.integrate": "rune.scipy.integrate"}
 
 
@@ -349,6 +350,7 @@ def install():
     # Array-API-aware libraries (SciPy through array_api_compat) then treat a traced value
     # as a writeable array of the NumPy namespace, whose calls rune intercepts.
     T.__array_namespace__ = lambda self, api_version=None: np
+    T.device = property(lambda self: "cpu")     # as NumPy's ndarray.device (array API)
     T.flags = property(_no_memory_layout)
     T.ctypes = property(_no_memory_layout)
     T.data = property(_no_memory_layout)

@@ -156,6 +156,9 @@ def _call(ufunc, handler, inputs, kwargs):
     dtype = kwargs.pop("dtype", None)
     for k in ("casting", "order", "subok", "signature"):
         kwargs.pop(k, None)
+    if "axis" in kwargs and (ufunc.signature or "").endswith("->()"):
+        axis = kwargs.pop("axis")       # a reducing gufunc (np.vecdot): its one core
+        inputs = [np.moveaxis(x, axis, -1) for x in inputs]    # axis moved last
     if kwargs:
         raise NotImplementedError(f"{name} with keyword(s) {sorted(kwargs)} is not "
                                   f"supported on traced values")
