@@ -31,7 +31,7 @@ from . import dispatch
 from .core import Tracer, TracerConversionError
 from .intercept import after_import
 
-__all__ = ["PandasTracedError", "install", "check_caller"]
+__all__ = ["PandasTracedError", "install", "check_caller", "from_pandas", "pandas_error"]
 
 _loaded = [False]       # pandas is imported (the checks cost nothing until then)
 
@@ -64,9 +64,58 @@ def check_caller(x, depth):
         if name == "pandas" or name.startswith("pandas."):
             raise PandasTracedError(
                 f"pandas' code ({name}) was given a value rune is tracing (shape "
-                f"{tuple(x.shape)}): pandas cannot hold traced values. Pass the pandas "
-                f"objects' numbers (series.to_numpy(), df.to_numpy()) and use NumPy "
-                f"operations inside the transformed function")
+                f"{tuple(x.shape)}), as a plain array: pandas cannot hold it so. Wrap a "
+                f"1-d traced array as pd.Series(rune.pandas_array.TracedArray(x), "
+                f"index=...), or pass the pandas objects' numbers (series.to_numpy(), "
+                f"df.to_numpy()) and use NumPy operations inside the transformed function")
+
+
+def _module(frame):
+    return frame.f_globals.get("__name__") or ""
+
+
+def _pandas(name):
+    return name == "pandas" or name.startswith("pandas.")
+
+
+def from_pandas(depth, skip=("to_numpy",)):
+    """Whether the code that called the caller (``depth`` frames above this one, rune's
+    frames and pandas' pass-through methods named in ``skip`` passed over) is pandas'."""
+    f = sys._getframe(depth + 1)
+    while f is not None:
+        name = _module(f)
+        if not (name.startswith("rune.") or (_pandas(name) and f.f_code.co_name in skip)):
+            return _pandas(name)
+        f = f.f_back
+    return False
+
+
+def pandas_entry():
+    """``Rolling.mean``: the pandas method the user's code called, on the way here."""
+    f, found = sys._getframe(1), None
+    while f is not None:
+        name = _module(f)
+        if _pandas(name):
+            if "<" not in f.f_code.co_qualname:     # (decorators' wrappers passed over)
+                found = f.f_code.co_qualname
+        elif found is not None and not name.startswith(("rune.", "numpy")):
+            break
+        f = f.f_back
+    return found
+
+
+def pandas_error(action):
+    """The error for pandas' code that cannot work on a Series holding traced values:
+    ``action`` says what it does (\"reduces (kurt)\")."""
+    entry = pandas_entry()
+    who = f"pandas' {entry}" if entry else "this pandas call"
+    return PandasTracedError(
+        f"{who} {action} a Series holding values rune is tracing, which needs plain "
+        f"numbers: rune supports pandas' arithmetic and comparisons, NumPy ufuncs, index "
+        f"alignment, sum/mean/prod/min/max/median/var/std/sem, cumsum/cumprod, "
+        f"fillna/ffill/bfill/dropna/where, dot and @ on such a Series. Compute this one "
+        f"with NumPy on series.to_numpy() inside the transformed function (a traced "
+        f"array), or on the numbers after the transformation")
 
 
 def _subclasses(cls):
@@ -79,7 +128,9 @@ def _subclasses(cls):
     return seen
 
 
-def _on_import():
+def refuse_all():
+    """Register the refusal for pandas' types (idempotent; rune.pandas_ops takes over the
+    Series and DataFrames' operations, registered apart)."""
     pd = sys.modules.get("pandas")
     if pd is None or not hasattr(pd, "Series"):
         return
@@ -91,6 +142,9 @@ def _on_import():
         for cls in _subclasses(root):
             dispatch.OPERANDS.setdefault(cls, _refuse)
     _loaded[0] = True
+
+
+_on_import = refuse_all
 
 
 def install(*classes):
