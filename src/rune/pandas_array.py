@@ -66,6 +66,10 @@ class TracedDtype(ExtensionDtype):
     def name(self):
         return f"traced[{self.numpy_dtype}]"
 
+    @property
+    def _is_boolean(self):
+        return self.numpy_dtype.kind == "b"
+
     @classmethod
     def construct_array_type(cls):
         return TracedArray
@@ -232,8 +236,11 @@ class TracedArray(OpsMixin, ExtensionArray):
     def to_numpy(self, dtype=None, copy=False, na_value=_NO_DEFAULT):
         """The traced values (a copy: no alias of the Series), with NaN replaced by
         ``na_value`` if given; raises if pandas' own code asks (it needs plain numbers)."""
-        if from_pandas(2) and isinstance(self._data, Tracer):
+        if from_pandas(1) and isinstance(self._data, Tracer):
             raise pandas_error("needs plain numbers of")
+        return self._values_copy(dtype, na_value)
+
+    def _values_copy(self, dtype=None, na_value=_NO_DEFAULT):
         x = self._data
         if dtype is not None and np.dtype(dtype) != x.dtype:
             if np.dtype(dtype) == object:
@@ -314,7 +321,15 @@ class TracedArray(OpsMixin, ExtensionArray):
             return result
         if ufunc.nout > 1:
             return tuple(_wrap(r) for r in result)
+        if isinstance(result, np.ndarray) and result.dtype == bool:
+            return result       # (comparisons not traced: a plain boolean Series)
         return _wrap(result)
+
+    def equals(self, other):
+        if not isinstance(other, TracedArray) or len(other) != len(self):
+            return False
+        same = (self._data == other._data) | (self.isna() & other.isna())
+        return bool(np.all(same))
 
     def _where(self, mask, value):
         return _wrap(np.where(mask, self._data, _operand(value)))
@@ -397,17 +412,21 @@ def traced_values(obj):
     True
     """
     if isinstance(obj, TracedArray):
-        return obj.to_numpy()
+        return obj._values_copy()
     if isinstance(obj, pd.Series):
         values = obj._values
-        return values.to_numpy() if isinstance(values, TracedArray) else None
+        return values._values_copy() if isinstance(values, TracedArray) else None
     if isinstance(obj, pd.DataFrame):
         columns = [obj.iloc[:, j]._values for j in range(obj.shape[1])]
         if not any(isinstance(c, TracedArray) for c in columns):
             return None
-        if not columns[0:1] or len(obj) == 0:
-            return None
-        return np.stack([c.to_numpy() if isinstance(c, TracedArray) else _np_asarray(c)
+        plain = [c.dtype for c in columns if not isinstance(c, TracedArray)]
+        if any(not isinstance(d, np.dtype) or d.kind not in "biufc" for d in plain):
+            raise PandasTracedError(
+                "the numbers of a DataFrame holding traced values and non-numeric columns "
+                f"(dtypes {sorted(set(map(str, plain)))}) were asked for: select the "
+                "numeric columns first, df[[...]].to_numpy()")
+        return np.stack([c._values_copy() if isinstance(c, TracedArray) else _np_asarray(c)
                          for c in columns], axis=1)
     return None
 

@@ -31,7 +31,8 @@ from . import dispatch
 from .core import Tracer, TracerConversionError
 from .intercept import after_import
 
-__all__ = ["PandasTracedError", "install", "check_caller", "from_pandas", "pandas_error"]
+__all__ = ["PandasTracedError", "install", "check_caller", "from_pandas", "pandas_caller",
+           "pandas_error"]
 
 _loaded = [False]       # pandas is imported (the checks cost nothing until then)
 
@@ -64,9 +65,9 @@ def check_caller(x, depth):
         if name == "pandas" or name.startswith("pandas."):
             raise PandasTracedError(
                 f"pandas' code ({name}) was given a value rune is tracing (shape "
-                f"{tuple(x.shape)}), as a plain array: pandas cannot hold it so. Wrap a "
-                f"1-d traced array as pd.Series(rune.pandas_array.TracedArray(x), "
-                f"index=...), or pass the pandas objects' numbers (series.to_numpy(), "
+                f"{tuple(x.shape)}) as a plain array, which would drop its derivative. "
+                f"Make a Series of it first, pd.Series(x, index=...) (then df[name] = "
+                f"that Series), or pass the pandas objects' numbers (series.to_numpy(), "
                 f"df.to_numpy()) and use NumPy operations inside the transformed function")
 
 
@@ -78,16 +79,22 @@ def _pandas(name):
     return name == "pandas" or name.startswith("pandas.")
 
 
-def from_pandas(depth, skip=("to_numpy",)):
-    """Whether the code that called the caller (``depth`` frames above this one, rune's
-    frames and pandas' pass-through methods named in ``skip`` passed over) is pandas'."""
+def pandas_caller(depth, skip=("to_numpy",)):
+    """The frame of pandas' code that called the caller (``depth`` frames above this
+    one, rune's frames and pandas' pass-through methods named in ``skip`` passed over), or
+    None when that code is not pandas'."""
     f = sys._getframe(depth + 1)
     while f is not None:
         name = _module(f)
         if not (name.startswith("rune.") or (_pandas(name) and f.f_code.co_name in skip)):
-            return _pandas(name)
+            return f if _pandas(name) else None
         f = f.f_back
-    return False
+    return None
+
+
+def from_pandas(depth, skip=("to_numpy",)):
+    """Whether the code that called the caller is pandas' (see :func:`pandas_caller`)."""
+    return pandas_caller(depth + 1, skip) is not None
 
 
 def pandas_entry():

@@ -27,12 +27,13 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from pandas.api.types import pandas_dtype
 
 from . import dispatch, pandas_compat
 from .core import Tracer
 from .dispatch import wrap_while_active
 from .pandas_array import TracedArray, _wrap, frame, nan_mask, series, traced_values
-from .pandas_compat import PandasTracedError, from_pandas, pandas_error
+from .pandas_compat import PandasTracedError, from_pandas, pandas_caller, pandas_error
 
 __all__ = ["operate"]
 
@@ -143,9 +144,15 @@ def _holder(obj):
             return obj
     elif not _holds(obj):
         return obj
-    if from_pandas(1, skip=()):
-        raise pandas_error("asks NumPy for the plain numbers of")
-    return traced_values(obj)
+    caller = pandas_caller(1, skip=())
+    if caller is None:
+        return traced_values(obj)
+    if caller.f_code.co_name == "_format_strings" and isinstance(obj, TracedArray):
+        out = np.empty(len(obj), object)    # printing (pandas' formatter): the values'
+        for i in range(len(obj)):           # text; no number leaves
+            out[i] = str(obj._data[i])
+        return out
+    raise pandas_error("asks NumPy for the plain numbers of")
 
 
 def _with_dtype(x, dtype, na_value):
@@ -172,6 +179,30 @@ def _values(orig):
             return traced_values(self)
         return orig(self)
     return values
+
+
+def _series_init(orig):
+    def __init__(self, data=None, index=None, dtype=None, name=None, copy=None):
+        """``pd.Series(x, index=...)`` of a traced ``x`` (1-d, or 0-d broadcast to the
+        index): a Series holding the traced values."""
+        if dispatch.contains_tracer(data) and not from_pandas(1, skip=("__init__",)):
+            x = _array(data)
+            if dtype is not None:
+                x = x.astype(pandas_dtype(dtype))
+                dtype = None
+            if x.ndim == 0 and index is not None:
+                x = np.broadcast_to(x, (len(index),))
+            data = TracedArray(x)
+        return orig(self, data, index, dtype, name, copy)
+    return __init__
+
+
+def _no_windows(orig):
+    def window(self, *args, **kwargs):
+        if _holds(self):
+            raise pandas_error("makes windows (rolling, expanding, ewm) over")
+        return orig(self, *args, **kwargs)
+    return window
 
 
 # --------------------------------------------------------------------------
@@ -260,6 +291,9 @@ def install():
     wrap_while_active("pandas.core.frame", "DataFrame.to_numpy", _frame_to_numpy)
     wrap_while_active("pandas.core.frame", "DataFrame.values.fget", _values)
     wrap_while_active("pandas.core.series", "Series.values.fget", _values)
+    wrap_while_active("pandas.core.series", "Series.__init__", _series_init)
+    for name in ("rolling", "expanding", "ewm"):
+        wrap_while_active("pandas.core.generic", f"NDFrame.{name}", _no_windows)
 
 
 install()
