@@ -423,7 +423,8 @@ def traced_values(obj):
         plain = [c.dtype for c in columns if not isinstance(c, TracedArray)]
         if any(not isinstance(d, np.dtype) or d.kind not in "biufc" for d in plain):
             raise PandasTracedError(
-                "the numbers of a DataFrame holding traced values and non-numeric columns "
+                "the numbers of a pandas DataFrame holding traced values and non-numeric "
+                "columns "
                 f"(dtypes {sorted(set(map(str, plain)))}) were asked for: select the "
                 "numeric columns first, df[[...]].to_numpy()")
         return np.stack([c._values_copy() if isinstance(c, TracedArray) else _np_asarray(c)
