@@ -1,22 +1,17 @@
-"""pandas objects meeting traced values inside a transformed function: one clear error.
+"""pandas objects meeting traced values inside a transformed function: the routes.
 
-A pandas ``Series`` or ``DataFrame`` cannot hold traced values (its blocks are plain
-NumPy arrays or pandas' own extension arrays), and its arithmetic aligns values by their
-index labels, which a traced NumPy array does not carry.  So rune does not guess: any
-meeting of a traced value (or a buffer holding one, :mod:`rune.buffers`) and a pandas
-object raises a :class:`PandasTracedError` naming the pandas type and the operation,
-and saying what to pass instead (``series.to_numpy()``, ``df.to_numpy()``), which gives
-a traced NumPy array with the derivative.  Without this, pandas' own code would recurse
-(``Series / tau``), misread the value (``tau * Series``) or refuse it with a message
-that names neither pandas nor rune (``DataFrame @ w``).
+pandas' arithmetic and comparison operators defer to traced values (``__pandas_priority__``
+above a DataFrame's), so ``series * tau`` is ``tau.__rmul__(series)``.  From there
+:mod:`rune.pandas_ops` (imported once pandas is) runs pandas' own operation with the
+traced value as a :class:`rune.pandas_array.TracedArray`, a pandas ExtensionArray: index
+alignment, result names and NaN for missing labels are pandas' own (see those modules).
 
-The routes, installed once pandas is imported (nothing is imported for it):
-
-* pandas' arithmetic and comparison operators defer to traced values
-  (``__pandas_priority__``), so ``series * tau`` is ``tau.__rmul__(series)``;
-* rune's operators and ufuncs refuse pandas operands (``dispatch.OPERANDS``);
-* ``np.asarray`` & co. of a traced value called from pandas' code (``DataFrame.dot``,
-  ``pd.Series(tau)``) refuse it.
+This module holds what does not need pandas imported: the :class:`PandasTracedError`
+raised where pandas' code needs plain numbers of traced values (:func:`pandas_error` names
+the pandas call the user made), the refusal of pandas' other types (an ``Index``,
+other extension arrays) by rune's operators and ufuncs (``dispatch.OPERANDS``), and
+:func:`check_caller`: ``np.asarray`` & co. of a traced value called from pandas' code
+(``pd.DataFrame({"a": x})``) refuse it.
 
 >>> import numpy as np, rune
 >>> rune.grad(lambda tau: np.sum(np.array([1.0, 2.0]) * tau))(2.0)   # (no pandas here)
