@@ -190,11 +190,42 @@ def _series_init(orig):
             if dtype is not None:
                 x = x.astype(pandas_dtype(dtype))
                 dtype = None
-            if x.ndim == 0 and index is not None:
-                x = np.broadcast_to(x, (len(index),))
+            if x.ndim == 0:
+                x = np.broadcast_to(x, (1 if index is None else len(index),))
             data = TracedArray(x)
         return orig(self, data, index, dtype, name, copy)
     return __init__
+
+
+def _column_value(value, n):
+    """A traced column value for a frame of ``n`` rows (0-d broadcast), as pandas takes a
+    NumPy one; other values as they are."""
+    if not dispatch.contains_tracer(value):
+        return value
+    x = _array(value)
+    return TracedArray(np.broadcast_to(x, (n,)) if x.ndim == 0 else x)
+
+
+def _frame_init(orig):
+    def __init__(self, data=None, index=None, columns=None, dtype=None, copy=None):
+        """``pd.DataFrame({"a": x, ...}, index=...)`` with traced 1-d columns (0-d ones
+        broadcast to the index)."""
+        if isinstance(data, dict) and not from_pandas(1, skip=("__init__",)) and any(
+                dispatch.contains_tracer(v) for v in data.values()):
+            n = None if index is None else len(index)
+            data = {k: v if n is None and np.ndim(v) == 0 else _column_value(v, n)
+                    for k, v in data.items()}
+        return orig(self, data, index, columns, dtype, copy)
+    return __init__
+
+
+def _frame_setitem(orig):
+    def __setitem__(self, key, value):
+        """``df[name] = x`` of a traced ``x`` (1-d, or 0-d broadcast): a traced column."""
+        if dispatch.contains_tracer(value) and not from_pandas(1, skip=("__setitem__",)):
+            value = _column_value(value, len(self))
+        return orig(self, key, value)
+    return __setitem__
 
 
 def _no_windows(orig):
@@ -292,6 +323,8 @@ def install():
     wrap_while_active("pandas.core.frame", "DataFrame.values.fget", _values)
     wrap_while_active("pandas.core.series", "Series.values.fget", _values)
     wrap_while_active("pandas.core.series", "Series.__init__", _series_init)
+    wrap_while_active("pandas.core.frame", "DataFrame.__init__", _frame_init)
+    wrap_while_active("pandas.core.frame", "DataFrame.__setitem__", _frame_setitem)
     for name in ("rolling", "expanding", "ewm"):
         wrap_while_active("pandas.core.generic", f"NDFrame.{name}", _no_windows)
 
