@@ -17,7 +17,7 @@ from .intercept import register as wrap_while_active
 
 __all__ = ["UFUNCS", "FUNCTIONS", "REDUCE", "ACCUMULATE", "implements", "register_ufunc",
            "OutRefusedError", "NeedsPerExample", "transformation_name", "wrap_while_active",
-           "STANDINS", "OPERANDS", "new_array"]
+           "STANDINS", "OPERANDS", "FOREIGN", "HOLDERS", "new_array"]
 
 UFUNCS: dict = {}      # ufunc -> primitive (or handler)
 FUNCTIONS: dict = {}   # NumPy function -> handler
@@ -77,6 +77,12 @@ def _iter_tracers(obj, depth=0):
 # traced values (lists stacked, buffers replaced), by type.
 STANDINS: dict = {}
 OPERANDS: dict = {}
+# Types whose operations with traced values are their own (pandas' Series: rune.pandas_ops):
+# type -> handler(ufunc, inputs, inplace=False) run by the operators and ufuncs of traced
+# values (the type is in OPERANDS too); and the types whose np.asarray in the user's code
+# can be traced: type -> (obj -> its traced value, or obj itself)
+FOREIGN: dict = {}
+HOLDERS: dict = {}
 
 
 def new_array(out, depth):

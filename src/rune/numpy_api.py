@@ -37,7 +37,8 @@ from .dispatch import (UFUNCS, FUNCTIONS, REDUCE as _REDUCE, ACCUMULATE as _ACCU
                        implements, register_ufunc, OutRefusedError, transformation_name,
                        _iter_tracers, wrap_while_active,
                        contains_tracer as _contains_tracer, STANDINS as _STANDINS,
-                       OPERANDS as _OPERANDS, asarray_traced as _np_asarray_traced)
+                       OPERANDS as _OPERANDS, asarray_traced as _np_asarray_traced,
+                       FOREIGN as _FOREIGN, HOLDERS as _HOLDERS)
 
 _ndarray = np.ndarray
 
@@ -70,6 +71,8 @@ def array_ufunc(self, ufunc, method, *inputs, **kwargs):
                             return trace.process_one(handler, inputs, 1 if a is self else 2)
             for x in inputs:
                 if type(x) in _OPERANDS:
+                    if type(x) in _FOREIGN:     # a pandas Series: pandas' own operation
+                        return _FOREIGN[type(x)](ufunc, inputs)
                     inputs = [_as_operand(x) for x in inputs]
                     break
             return handler(*inputs)
@@ -161,6 +164,8 @@ def _copy_flag(copy):
 
 
 def _asarray(a, dtype=None, *args, **kwargs):
+    if type(a) in _HOLDERS:     # a pandas Series holding traced values (rune.pandas_ops)
+        a = _HOLDERS[type(a)](a)
     if isinstance(a, Tracer) or type(a) in _STANDINS or (type(a) in (list, tuple)
                                                           and _contains_tracer(a)):
         _pandas.check_caller(a, 3)       # pandas' code is given a traced value
@@ -172,6 +177,8 @@ def _asarray(a, dtype=None, *args, **kwargs):
 
 
 def _asanyarray(a, dtype=None, *args, **kwargs):
+    if type(a) in _HOLDERS:
+        a = _HOLDERS[type(a)](a)
     if isinstance(a, Tracer) or type(a) in _STANDINS or (type(a) in (list, tuple)
                                                           and _contains_tracer(a)):
         _pandas.check_caller(a, 3)       # pandas' code is given a traced value
@@ -181,6 +188,8 @@ def _asanyarray(a, dtype=None, *args, **kwargs):
 
 
 def _array(obj, dtype=None, *args, **kwargs):
+    if type(obj) in _HOLDERS:
+        obj = _HOLDERS[type(obj)](obj)
     if isinstance(obj, Tracer) or type(obj) in _STANDINS or (type(obj) in (list, tuple)
                                                               and _contains_tracer(obj)):
         _pandas.check_caller(obj, 3)     # pandas' code is given a traced value
@@ -228,6 +237,7 @@ _SCIPY_SURFACES = {"scipy.linalg": "rune.scipy.linalg", "scipy.signal": "rune.sc
 
 for _module, _surface in _SCIPY_SURFACES.items():
     _intercept.after_import(_module, lambda s=_surface: importlib.import_module(s))
+_intercept.after_import("pandas", lambda: importlib.import_module("rune.pandas_ops"))
 
 for _name, _impl in (("asarray", _asarray), ("asanyarray", _asanyarray), ("array", _array),
                      ("ascontiguousarray", _ascontiguousarray),
@@ -253,7 +263,7 @@ def _lists_of_traced(orig, np_func=None):
 # Operators and methods on Tracer
 # --------------------------------------------------------------------------
 
-def _operator(prim, reflected):
+def _operator(prim, reflected, ufunc=None):
     """``x op y`` (``y op x`` when ``reflected``) for the traced value ``x``.  With ``y`` a
     Python number or a NumPy array, ``x``'s trace is the only one, so it takes the
     operation directly (bind's search for the top trace is one frame more per operation)."""
@@ -266,6 +276,8 @@ def _operator(prim, reflected):
             if trace.active:
                 return trace.process_one(prim, (other, self) if reflected else (self, other), j)
         elif t in _OPERANDS:        # lists stacked, buffers replaced (rune.buffers)
+            if t in _FOREIGN:       # a pandas Series: pandas' own operation (rune.pandas_ops)
+                return _FOREIGN[t](ufunc, (other, self) if reflected else (self, other))
             other = _OPERANDS[t](other)
         elif _defers_to(t):
             return NotImplemented       # scipy.sparse's matrices: their reflected operator
@@ -294,15 +306,17 @@ def _defers_to(t):
 
 
 def _binary(prim, ufunc=None):
-    op = _operator(prim, False)
+    op = _operator(prim, False, ufunc)
 
     def iop(self, other):
+        if type(other) in _FOREIGN:     # (a clear error: pandas' objects are not arrays)
+            return _FOREIGN[type(other)](ufunc, (self, other), True)
         out = op(self, other)
         if out is NotImplemented:
             return out
         return _inplace(self, out, ufunc)
 
-    return op, _operator(prim, True), iop
+    return op, _operator(prim, True, ufunc), iop
 
 
 _CastingError = getattr(getattr(np, "_core", None) and np._core._exceptions,
@@ -379,7 +393,7 @@ def install():
     T.__ipow__ = lambda self, other: _inplace(self, __pow__(self, other), np.power)
     for name, uf in {"lt": np.less, "le": np.less_equal, "gt": np.greater,
                      "ge": np.greater_equal, "eq": np.equal, "ne": np.not_equal}.items():
-        setattr(T, f"__{name}__", _binary(UFUNCS[uf])[0])
+        setattr(T, f"__{name}__", _binary(UFUNCS[uf], uf)[0])
     T.__divmod__ = lambda self, o: (self // o, self % o)
     T.__rdivmod__ = lambda self, o: (o // self, o % self)
     neg, pos, absolute, invert = (UFUNCS[u] for u in (np.negative, np.positive, np.absolute,

@@ -1,22 +1,17 @@
-"""pandas objects meeting traced values inside a transformed function: one clear error.
+"""pandas objects meeting traced values inside a transformed function: the routes.
 
-A pandas ``Series`` or ``DataFrame`` cannot hold traced values (its blocks are plain
-NumPy arrays or pandas' own extension arrays), and its arithmetic aligns values by their
-index labels, which a traced NumPy array does not carry.  So rune does not guess: any
-meeting of a traced value (or a buffer holding one, :mod:`rune.buffers`) and a pandas
-object raises a :class:`PandasTracedError` naming the pandas type and the operation,
-and saying what to pass instead (``series.to_numpy()``, ``df.to_numpy()``), which gives
-a traced NumPy array with the derivative.  Without this, pandas' own code would recurse
-(``Series / tau``), misread the value (``tau * Series``) or refuse it with a message
-that names neither pandas nor rune (``DataFrame @ w``).
+pandas' arithmetic and comparison operators defer to traced values (``__pandas_priority__``
+above a DataFrame's), so ``series * tau`` is ``tau.__rmul__(series)``.  From there
+:mod:`rune.pandas_ops` (imported once pandas is) runs pandas' own operation with the
+traced value as a :class:`rune.pandas_array.TracedArray`, a pandas ExtensionArray: index
+alignment, result names and NaN for missing labels are pandas' own (see those modules).
 
-The routes, installed once pandas is imported (nothing is imported for it):
-
-* pandas' arithmetic and comparison operators defer to traced values
-  (``__pandas_priority__``), so ``series * tau`` is ``tau.__rmul__(series)``;
-* rune's operators and ufuncs refuse pandas operands (``dispatch.OPERANDS``);
-* ``np.asarray`` & co. of a traced value called from pandas' code (``DataFrame.dot``,
-  ``pd.Series(tau)``) refuse it.
+This module holds what does not need pandas imported: the :class:`PandasTracedError`
+raised where pandas' code needs plain numbers of traced values (:func:`pandas_error` names
+the pandas call the user made), the refusal of pandas' other types (an ``Index``,
+other extension arrays) by rune's operators and ufuncs (``dispatch.OPERANDS``), and
+:func:`check_caller`: ``np.asarray`` & co. of a traced value called from pandas' code
+(``pd.DataFrame({"a": x})``) refuse it.
 
 >>> import numpy as np, rune
 >>> rune.grad(lambda tau: np.sum(np.array([1.0, 2.0]) * tau))(2.0)   # (no pandas here)
@@ -31,7 +26,8 @@ from . import dispatch
 from .core import Tracer, TracerConversionError
 from .intercept import after_import
 
-__all__ = ["PandasTracedError", "install", "check_caller"]
+__all__ = ["PandasTracedError", "install", "check_caller", "from_pandas", "pandas_caller",
+           "pandas_error"]
 
 _loaded = [False]       # pandas is imported (the checks cost nothing until then)
 
@@ -64,9 +60,64 @@ def check_caller(x, depth):
         if name == "pandas" or name.startswith("pandas."):
             raise PandasTracedError(
                 f"pandas' code ({name}) was given a value rune is tracing (shape "
-                f"{tuple(x.shape)}): pandas cannot hold traced values. Pass the pandas "
-                f"objects' numbers (series.to_numpy(), df.to_numpy()) and use NumPy "
-                f"operations inside the transformed function")
+                f"{tuple(x.shape)}) as a plain array, which would drop its derivative. "
+                f"Make a Series of it first, pd.Series(x, index=...) (then df[name] = "
+                f"that Series), or pass the pandas objects' numbers (series.to_numpy(), "
+                f"df.to_numpy()) and use NumPy operations inside the transformed function")
+
+
+def _module(frame):
+    return frame.f_globals.get("__name__") or ""
+
+
+def _pandas(name):
+    return name == "pandas" or name.startswith("pandas.")
+
+
+def pandas_caller(depth, skip=("to_numpy",)):
+    """The frame of pandas' code that called the caller (``depth`` frames above this
+    one, rune's frames and pandas' pass-through methods named in ``skip`` passed over), or
+    None when that code is not pandas'."""
+    f = sys._getframe(depth + 1)
+    while f is not None:
+        name = _module(f)
+        if not (name.startswith("rune.") or (_pandas(name) and f.f_code.co_name in skip)):
+            return f if _pandas(name) else None
+        f = f.f_back
+    return None
+
+
+def from_pandas(depth, skip=("to_numpy",)):
+    """Whether the code that called the caller is pandas' (see :func:`pandas_caller`)."""
+    return pandas_caller(depth + 1, skip) is not None
+
+
+def pandas_entry():
+    """``Rolling.mean``: the pandas method the user's code called, on the way here."""
+    f, found = sys._getframe(1), None
+    while f is not None:
+        name = _module(f)
+        if _pandas(name):
+            if "<" not in f.f_code.co_qualname:     # (decorators' wrappers passed over)
+                found = f.f_code.co_qualname
+        elif found is not None and not name.startswith(("rune.", "numpy")):
+            break
+        f = f.f_back
+    return found
+
+
+def pandas_error(action):
+    """The error for pandas' code that cannot work on a Series holding traced values:
+    ``action`` says what it does (\"reduces (kurt)\")."""
+    entry = pandas_entry()
+    who = f"pandas' {entry}" if entry else "this pandas call"
+    return PandasTracedError(
+        f"{who} {action} a Series holding values rune is tracing, which needs plain "
+        f"numbers: rune supports pandas' arithmetic and comparisons, NumPy ufuncs, index "
+        f"alignment, sum/mean/prod/min/max/median/var/std/sem, cumsum/cumprod, "
+        f"fillna/ffill/bfill/dropna/where, dot and @ on such a Series. Compute this one "
+        f"with NumPy on series.to_numpy() inside the transformed function (a traced "
+        f"array), or on the numbers after the transformation")
 
 
 def _subclasses(cls):
@@ -79,7 +130,9 @@ def _subclasses(cls):
     return seen
 
 
-def _on_import():
+def refuse_all():
+    """Register the refusal for pandas' types (idempotent; rune.pandas_ops takes over the
+    Series and DataFrames' operations, registered apart)."""
     pd = sys.modules.get("pandas")
     if pd is None or not hasattr(pd, "Series"):
         return
@@ -91,6 +144,9 @@ def _on_import():
         for cls in _subclasses(root):
             dispatch.OPERANDS.setdefault(cls, _refuse)
     _loaded[0] = True
+
+
+_on_import = refuse_all
 
 
 def install(*classes):
