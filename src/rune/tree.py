@@ -295,14 +295,14 @@ def unflatten(treedef: TreeDef, leaves: Iterable[Any]) -> PyTree:
     See also:
         [`flatten`][rune.tree.flatten], [`map`][rune.tree.map].
     """
+    if type(leaves) is list and (n := len(leaves)) < 8:  # (the common cases first, as in
+        if treedef is _LEAF_DEF and n == 1 or treedef is _LEAF_TUPLES[n] and \
+                _registry[tuple] is _TUPLE:                                     # flatten)
+            return leaves[0] if treedef is _LEAF_DEF else tuple(leaves)
     if not isinstance(treedef, TreeDef):
         raise TypeError(f"unflatten takes a TreeDef (from rune.tree.flatten or "
                         f"rune.tree.structure) as its first argument, got a "
                         f"{type(treedef).__name__}")
-    n = treedef.num_leaves      # (the common cases first, as in flatten)
-    if type(leaves) is list and n == len(leaves) and n < 8:
-        if treedef is _LEAF_DEF or treedef is _LEAF_TUPLES[n] and _registry[tuple] is _TUPLE:
-            return leaves[0] if treedef is _LEAF_DEF else tuple(leaves)
     it = iter(leaves)
     out = _unflatten(treedef, it)
     rest = sum(1 for _ in it)
