@@ -435,7 +435,12 @@ def op_branch(draw, p):
     a = _pick(draw, p)
     b_ = [k for k in p.names() if _bshape(_shape(p, a), _shape(p, k)) is not None]
     b = _pick(draw, p, b_)
-    return p.try_assign(f"{a} * {b} if np.sum({c}) > {thr} else np.sin({a}) - {b}") is not None
+    name = p.try_assign(f"{a} * {b} if np.sum({c}) > {thr} else np.sin({a}) - {b}")
+    if name is not None and {a, b} <= p.plain:  # the condition only selects: a plain result
+        p.plain.add(name)
+        if not KNOWN["write_into_plain_result"]:
+            p.no_write.add(name)
+    return name is not None
 
 
 def op_checkpoint(draw, p):

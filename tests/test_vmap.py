@@ -107,6 +107,27 @@ def test_control_flow_fallback_with_grad_inside_and_outside():
 
 
 @pytest.mark.filterwarnings("ignore::rune.PerformanceWarning")
+def test_fallback_hands_each_example_over_as_an_array():
+    # a 0-d example is a 0-d array, as in the vectorized run and as NumPy would give it:
+    # np.ravel of it is a view, so the write reaches v1 (a NumPy scalar's ravel is a new
+    # array, and vmap silently returned x unchanged: found by the random-program tester)
+    def f(x, flag):
+        v1 = x.copy()
+        if np.sum(flag) > 0.0:          # Python control flow: the per-example fallback
+            pass
+        v5 = np.ravel(v1)
+        v5 += np.sin(x)
+        return v1
+    xs, flags = np.array([0.5, 0.7, 0.9]), np.array([1.0, -1.0, 2.0])
+    want = [f(np.array(a), np.array(b)) for a, b in zip(xs, flags)]
+    np.testing.assert_allclose(rune.vmap(f)(xs, flags), want, rtol=1e-15)
+    np.testing.assert_allclose(want, xs + np.sin(xs), rtol=1e-15)
+    seen = []
+    rune.vmap(lambda x, flag: seen.append(type(x)) or (x if flag > 0 else -x))(xs, flags)
+    assert seen[-3:] == [np.ndarray] * 3     # (the first try was the batched run)
+
+
+@pytest.mark.filterwarnings("ignore::rune.PerformanceWarning")
 def test_write_scalar_into_plain_array_under_vmap_falls_back():
     def f(x):
         out = np.zeros(2)

@@ -261,8 +261,10 @@ def _slice_axis(x, axis, start, stop):
 
 
 def _index_axis(x, axis, i):
-    idx = (slice(None),) * axis + (i,)
-    return x[idx]
+    """Example ``i`` of ``x`` along ``axis``: an array, 0-d too (``x[i]`` of a 1-d array
+    would be a NumPy scalar, whose 'views', ``np.ravel(e)``, are new arrays: a write
+    through them would not reach it, as it does in the vectorized run)."""
+    return x[(slice(None),) * axis + (i, Ellipsis)]
 
 
 # --------------------------------------------------------------------------
