@@ -85,66 +85,105 @@ def backward(tape, seeds):
         if type(ct) is list:   # several results: instantiate the zeros
             ct = tuple((np.zeros(o.shape, o.dtype) if type(o) is Dropped else np.zeros_like(o))
                        if c is None else c for c, o in zip(ct, out))
-        args = node.args
+        if node.zeros == MASKS or zeros and node in zeros:    # structural zeros cross here
+            _with_zeros(node, ct, cts, zeros, owned)
+            continue
+        args = node.args        # the common case, written out: an ordinary cotangent
         params = node.params
-        mask = zeros.pop(node, None) if zeros else None
-        kind = node.zeros if (mask is not None or node.zeros == MASKS) else 0
         for i, pnode, pos in node.parents:
             rule = rules[i]
             if rule is None:
                 continue
-            if kind:
-                if kind == MASKS and pos is None and type(ct) is _ndarray:
-                    where = getattr(rule, "scatter_index", None)
-                    if where is not None and _scatter(cts, zeros, owned, pnode, ct, mask,
-                                                      where(ct, out, *args, **params)):
-                        continue
-                c, m = _structural(kind, rule, ct, mask, out, args, params)
+            if params:
+                c = rule(ct, out, *args, **params)
+            elif len(args) == 1:          # (no argument tuple or dict to build)
+                c = rule(ct, out, args[0])
+            elif len(args) == 2:
+                c = rule(ct, out, args[0], args[1])
             else:
-                m = None
-                if params:
-                    c = rule(ct, out, *args, **params)
-                elif len(args) == 1:          # (no argument tuple or dict to build)
-                    c = rule(ct, out, args[0])
-                elif len(args) == 2:
-                    c = rule(ct, out, args[0], args[1])
-                else:
-                    c = rule(ct, out, *args)
+                c = rule(ct, out, *args)
             if c is None:
                 continue
             if pos is not None:
                 accumulate(cts, pnode, pos, _fit(c, pnode.out[pos]))
                 continue
-            if m is not None:
-                m = _fit_mask(m, c, pnode.shape)
             d = c.dtype
-            if (pos is None and c.shape != pnode.shape) or (d is not pnode.dtype
-                                                           and d != pnode.dtype):
+            if c.shape != pnode.shape or (d is not pnode.dtype and d != pnode.dtype):
                 c = _fit(c, pnode)
-            prev = cts.get(pnode)
-            if prev is None:
+            prev = cts.get(pnode)           # _add(cts, zeros, owned, pnode, c, None), written
+            if prev is None:                # out
                 cts[pnode] = c
-                if m is not None:
-                    zeros[pnode] = m
                 continue
-            if pnode in zeros:
-                if m is None:
-                    del zeros[pnode]
-                else:
-                    both = zeros[pnode] & m
-                    if none_set(both):       # no element structural in both: none left
-                        del zeros[pnode]
-                    else:
-                        zeros[pnode] = both
-            if pnode in owned and type(c) is np.ndarray:
+            if zeros:
+                zeros.pop(pnode, None)      # an ordinary cotangent: no zero is structural now
+            if pnode in owned and type(c) is _ndarray:
                 np.add(prev, c, out=prev)
             else:
                 prev = cts[pnode] = prev + c
-                if type(prev) is np.ndarray:
+                if type(prev) is _ndarray:
                     owned.add(pnode)
                 else:           # traced by an outer transformation: never written in place
                     owned.discard(pnode)
     return cts
+
+
+def _with_zeros(node, ct, cts, zeros, owned):
+    """One node's cotangents when structural zeros reach it or it makes them (a ``masks``
+    primitive): each rule run with the mask (rune.structural), the masks passed on."""
+    rules, out, args, params = node.vjp, node.out, node.args, node.params
+    mask = zeros.pop(node, None) if zeros else None
+    kind = node.zeros if (mask is not None or node.zeros == MASKS) else 0
+    for i, pnode, pos in node.parents:
+        rule = rules[i]
+        if rule is None:
+            continue
+        if kind:
+            if kind == MASKS and pos is None and type(ct) is _ndarray:
+                where = getattr(rule, "scatter_index", None)
+                if where is not None and _scatter(cts, zeros, owned, pnode, ct, mask,
+                                                  where(ct, out, *args, **params)):
+                    continue
+            c, m = _structural(kind, rule, ct, mask, out, args, params)
+        else:
+            c, m = rule(ct, out, *args, **params), None
+        if c is None:
+            continue
+        if pos is not None:
+            accumulate(cts, pnode, pos, _fit(c, pnode.out[pos]))
+            continue
+        if m is not None:
+            m = _fit_mask(m, c, pnode.shape)
+        d = c.dtype
+        if c.shape != pnode.shape or (d is not pnode.dtype and d != pnode.dtype):
+            c = _fit(c, pnode)
+        _add(cts, zeros, owned, pnode, c, m)
+
+
+def _add(cts, zeros, owned, pnode, c, m):
+    """Accumulate the cotangent ``c`` (structural-zero mask ``m`` or None) of ``pnode``."""
+    prev = cts.get(pnode)
+    if prev is None:
+        cts[pnode] = c
+        if m is not None:
+            zeros[pnode] = m
+        return
+    if zeros and pnode in zeros:
+        if m is None:
+            del zeros[pnode]
+        else:
+            both = zeros[pnode] & m
+            if none_set(both):       # no element structural in both: none left
+                del zeros[pnode]
+            else:
+                zeros[pnode] = both
+    if pnode in owned and type(c) is np.ndarray:
+        np.add(prev, c, out=prev)
+    else:
+        prev = cts[pnode] = prev + c
+        if type(prev) is np.ndarray:
+            owned.add(pnode)
+        else:           # traced by an outer transformation: never written in place
+            owned.discard(pnode)
 
 
 def _fit_mask(m, c, shape):
