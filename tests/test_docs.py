@@ -44,14 +44,16 @@ def test_public_functions_have_docstrings_with_examples():
 def test_core_stays_small():
     """The level stack, bind, the traced-value base and trees should read in an hour
     (STYLE.md 10): a line budget that a change to the core must argue with."""
-    budget = {"core.py": 480, "tree.py": 630}   # tree.py: + JAX's tree utilities, types,
+    budget = {"core.py": 480, "tree.py": 642}   # tree.py: + JAX's tree utilities, types,
     #      cycles, the boundary's two fast paths; core.py: + the stack's safety against
     #      asynchronous exceptions and .item()'s note (issue 24), less the interception state;
     #      tree.py + ravel's tree half (issue 28; its array half is rune/tree_ravel.py);
     #      + each public function's Args/Returns/Examples/See also for the API reference,
     #      less the prefix expansion (rune/tree_prefix.py) (issue 28 part 4);
     #      core.py + the conversion errors' naming of the NumPy/SciPy call (issue 25);
-    #      tree.py + a buffer leaf's conversion to its value (issue 25's buffers)
+    #      tree.py + a buffer leaf's conversion to its value (issue 25's buffers);
+    #      tree.py + leaf children taken inline by _flatten/_unflatten (issue 27: mlp8's
+    #      value_and_grad spent ~30k instructions a call rebuilding its list of 4 arrays)
     src = ROOT / "src" / "rune"
     for name, limit in budget.items():
         n = len((src / name).read_text().splitlines())

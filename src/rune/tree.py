@@ -166,7 +166,7 @@ class TreeDef:
         self.node_cls = node_cls      # None for a leaf
         self.aux = aux
         self.children = children
-        self.num_leaves: int = 1 if node_cls is None else sum(c.num_leaves for c in children)
+        self.num_leaves: int = 1 if node_cls is None else sum([c.num_leaves for c in children])
         self._hash: int | None = None
 
     def __eq__(self, other: object) -> bool:
@@ -272,7 +272,13 @@ def _flatten(tree, leaves, is_leaf=None):
     children, aux = node.flatten(tree)
     if aux is _AS_LEAF:     # a buffer made inside a transformation: its value, a leaf
         return leaves.append(children[0]) or _LEAF_DEF
-    return TreeDef(type(tree), aux, tuple(_flatten(c, leaves, is_leaf) for c in children))
+    defs, get = [], _registry.get
+    for c in children:      # (a leaf child, an array: appended here, no call)
+        if is_leaf is None and get(type(c), 0) is _LEAF:
+            defs.append(leaves.append(c) or _LEAF_DEF)
+        else:
+            defs.append(_flatten(c, leaves, is_leaf))
+    return TreeDef(type(tree), aux, tuple(defs))
 
 
 def unflatten(treedef: TreeDef, leaves: Iterable[Any]) -> PyTree:
@@ -318,7 +324,12 @@ def _unflatten(treedef, it):
             return next(it)
         except StopIteration:
             raise ValueError("unflatten got too few leaves for the structure") from None
-    children = [_unflatten(c, it) for c in treedef.children]
+    children = []
+    for c in treedef.children:      # (a leaf child: taken here, no call)
+        c = next(it, _LEAF_DEF) if c is _LEAF_DEF else _unflatten(c, it)
+        if c is _LEAF_DEF:
+            raise ValueError("unflatten got too few leaves for the structure")
+        children.append(c)
     return _registry[treedef.node_cls].unflatten(treedef.aux, children)
 
 

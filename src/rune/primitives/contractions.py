@@ -22,6 +22,12 @@ from .shape import reshape_p
 # --------------------------------------------------------------------------
 
 
+def _mT(a):
+    """``a`` with its last two axes swapped: the method of a plain array (NumPy's function
+    passes its Python-level dispatch first), NumPy's function (rune's rule) otherwise."""
+    return a.swapaxes(-1, -2) if type(a) is np.ndarray else np.swapaxes(a, -1, -2)
+
+
 def _matmul_vjp_x(ct, out, x, y):
     if ndim(y) == 1:
         if ndim(x) == 1:
@@ -33,7 +39,7 @@ def _matmul_vjp_x(ct, out, x, y):
         s = shape(ct)
         return reshape_p(matmul_p(y, reshape_p(ct, shape=s + (1,))), shape=shape(y)[:-2]
                          + shape(y)[-2:-1])
-    return np.matmul(ct, np.swapaxes(y, -1, -2))
+    return np.matmul(ct, _mT(y))
 
 
 def _matmul_vjp_y(ct, out, x, y):
@@ -45,7 +51,7 @@ def _matmul_vjp_y(ct, out, x, y):
         return np.expand_dims(x, -1) * np.expand_dims(ct, -2)
     if ndim(y) == 1:
         return np.squeeze(np.matmul(np.expand_dims(ct, -2), x), -2)
-    return np.matmul(np.swapaxes(x, -1, -2), ct)
+    return np.matmul(_mT(x), ct)
 
 
 def _matmul_batch(args, bdims):

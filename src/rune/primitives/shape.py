@@ -24,8 +24,9 @@ def _reshape_batch(args, bdims, shape):
     return reshape_p(x, shape=(x.shape[0],) + shape), 0
 
 
+_PLAIN = (np.ndarray, np.generic)
 reshape_p = Primitive(
-    "reshape", lambda x, shape: x.reshape(shape) if type(x) is np.ndarray   # (the method:
+    "reshape", lambda x, shape: x.reshape(shape) if isinstance(x, _PLAIN)   # (the method:
     else np.reshape(x, shape),                         # np.reshape's dispatch costs more)
     jvp=(lambda t, out, x, shape: reshape_p(t, shape=shape),),
     vjp=(lambda ct, out, x, shape: reshape_p(ct, shape=tuple(x.shape)),),
@@ -78,14 +79,17 @@ broadcast_to_p = Primitive(
 
 
 def _broadcast_view(value, shape):
-    """``np.broadcast_to(value, shape)`` for a contiguous plain array of the same rank (a
-    reduction's cotangent spread back): the read-only view with zero strides that NumPy
-    gives, without its Python-level nditer (2.3 µs); None where it does not apply."""
-    vshape = value.shape
-    if len(vshape) != len(shape):
-        return None
+    """``np.broadcast_to(value, shape)`` for a plain array of at most that rank (a reduction's
+    cotangent spread back): the read-only view with zero strides that NumPy gives, without
+    its Python-level nditer (2.3 µs); None where it does not apply."""
+    vshape, vstrides = value.shape, value.strides
+    pad = len(shape) - len(vshape)
+    if pad:
+        if pad < 0:
+            return None
+        vshape, vstrides = (1,) * pad + vshape, (0,) * pad + vstrides
     strides = []
-    for d, n, st in zip(vshape, shape, value.strides):
+    for d, n, st in zip(vshape, shape, vstrides):
         if d == n:
             strides.append(st)
         elif d == 1:
@@ -104,6 +108,8 @@ def broadcast_like(value, shape, ref):
     """``np.broadcast_to(value, shape)``, chunked like ``ref`` when ``ref`` is a Dask array
     of that shape, or the tape's stand-in for one (a reduction's cotangent spread back
     over its chunked operand)."""
+    if type(value) is not np.ndarray and isinstance(value, np.generic):
+        value = value.reshape(())       # (a NumPy scalar: a 0-d array of its value)
     if type(value) is np.ndarray and not isinstance(ref, Tracer) \
             and getattr(ref, "chunks", None) is None:
         view = _broadcast_view(value, shape)
