@@ -54,6 +54,19 @@ def _plain_fs(name, fs):
     return fs
 
 
+def _warn(message):
+    """``warnings.warn`` at the user's line: the first frame outside rune and SciPy's
+    signal package (rune's version is reached through SciPy's forwarding function)."""
+    import os
+    import sys
+    skip = (os.path.dirname(os.path.dirname(__file__)),
+            os.path.dirname(sys.modules["scipy.signal"].__file__))
+    frame, level = sys._getframe(1), 2
+    while frame is not None and frame.f_code.co_filename.startswith(skip):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, UserWarning, stacklevel=level)
+
+
 def _is_complex(v):
     return v.dtype.kind == "c"
 
@@ -64,9 +77,8 @@ def _triage(name, window, nperseg, input_length):
         if nperseg is None:
             nperseg = 256
         if nperseg > input_length:
-            warnings.warn(f"nperseg = {nperseg:d} is greater than input length  = "
-                          f"{input_length:d}, using nperseg = {input_length:d}",
-                          stacklevel=4)
+            _warn(f"nperseg = {nperseg:d} is greater than input length  = "
+                  f"{input_length:d}, using nperseg = {input_length:d}")
             nperseg = input_length
         return get_window(window, nperseg), nperseg
     win = _arr(window)
@@ -225,8 +237,7 @@ def _helper(name, x, y, fs, window, nperseg, noverlap, nfft, detrend, return_one
     if return_onesided:
         if _is_complex(x) or _is_complex(y):
             if not welch:
-                warnings.warn("Input data is complex, switching to return_onesided=False",
-                              stacklevel=4)
+                _warn("Input data is complex, switching to return_onesided=False")
         else:
             sides = "onesided"
     freqs = _sp_fft.fftfreq(nfft, 1 / fs) if sides == "twosided" \
@@ -469,9 +480,8 @@ def istft(Zxx, fs=1.0, window="hann_periodic", nperseg=None, noverlap=None, nfft
         x = x[..., nperseg // 2:-(nperseg // 2)]
         norm = norm[..., nperseg // 2:-(nperseg // 2)]
     if not isinstance(norm, Tracer) and np.sum(norm > 1e-10) != len(norm):
-        warnings.warn("NOLA condition failed, STFT may not be invertible."
-                      + (" Possibly due to missing boundary" if not boundary else ""),
-                      stacklevel=3)
+        _warn("NOLA condition failed, STFT may not be invertible."
+              + (" Possibly due to missing boundary" if not boundary else ""))
     x = x / np.where(norm > 1e-10, norm, 1.0)
     if input_onesided:
         x = np.real(x)
