@@ -258,6 +258,8 @@ def test_errors_and_warnings():
         rune.grad(lambda x: np.sum(np.abs(stft(x, scaling="density")[2])))(X)
     with pytest.raises(ValueError, match="scipy.signal.istft: Input stft must be at least 2d"):
         rune.grad(lambda z: np.sum(istft(z)[1]))(X)
+    with pytest.raises(ValueError, match="scipy.signal.csd: axis 2 is out of bounds"):
+        rune.grad(lambda x: np.sum(signal.csd(x, X2, nperseg=8, axis=2)[1].real))(X2)
     with pytest.raises(ValueError, match="Trend type"):
         rune.grad(lambda x: np.sum(signal.welch(x, nperseg=8, detrend="cubic")[1]))(X)
     with pytest.warns(UserWarning, match="Input data is complex"):

@@ -115,7 +115,7 @@ def _extend(name, kind, x, n):
 
 
 def _detrender(name, detrend, axis, each):
-    if detrend is None or detrend is False:
+    if not callable(detrend) and not detrend:      # False, None: SciPy's "if not detrend"
         return lambda d: d
     if callable(detrend):
         if each:     # csd/welch (ShortTimeFFT): called on one segment at a time
@@ -169,6 +169,11 @@ def _helper(name, x, y, fs, window, nperseg, noverlap, nfft, detrend, return_one
     same = y is x
     axis = int(axis)
     x = _arr(x)
+    for v in (x, y):
+        nd = np.ndim(v)
+        if not -nd <= axis < nd:
+            raise ValueError(f"scipy.signal.{name}: axis {axis} is out of bounds for an "
+                             f"input of dimension {nd}")
     if same:
         y = x
         outdtype = np.result_type(x.dtype, np.complex64)
@@ -188,9 +193,6 @@ def _helper(name, x, y, fs, window, nperseg, noverlap, nfft, detrend, return_one
             return np.empty(x.shape), np.empty(x.shape), np.empty(x.shape)
         out = np.moveaxis(np.empty(outer + (min(x.shape[axis], y.shape[axis]),)), -1, axis)
         return out, out, out
-    if not -x.ndim <= axis < x.ndim:
-        raise ValueError(f"scipy.signal.{name}: axis {axis} is out of bounds for x of "
-                         f"dimension {x.ndim}")
     x = np.moveaxis(x, axis, -1)
     if not same:
         y = np.moveaxis(y, axis, -1)
