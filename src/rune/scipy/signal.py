@@ -158,3 +158,4 @@ for _name in __all__:
 # lfilter, savgol_filter & co. register here too: while this module's after-import hook runs,
 # so that their entries for SciPy's private modules are installed with it
 from . import signal_filters  # noqa: E402,F401
+from . import signal_spectral  # noqa: E402,F401

@@ -35,12 +35,10 @@ from .linalg import traced_or_original
 
 SCIPY_MODULE = "scipy.signal"   # the names of docs/supported.md
 __all__ = ["lfilter", "lfilter_zi", "sosfilt", "sosfilt_zi", "savgol_filter", "convolve2d",
-           "correlate2d", "stft", "istft"]
-SUPPORTED = [(f"scipy.signal.{n}", "") for n in __all__[:7]] + [
+           "correlate2d"]
+SUPPORTED = [(f"scipy.signal.{n}", "") for n in __all__] + [
     ("scipy.signal.filtfilt", "SciPy's own code, on rune's lfilter and lfilter_zi"),
-    ("scipy.signal.sosfiltfilt", "SciPy's own code, on rune's sosfilt and sosfilt_zi"),
-    ("scipy.signal.stft", "refused on traced values (NotImplementedError)"),
-    ("scipy.signal.istft", "refused on traced values (NotImplementedError)")]
+    ("scipy.signal.sosfiltfilt", "SciPy's own code, on rune's sosfilt and sosfilt_zi")]
 
 
 def _arr(x):
@@ -320,27 +318,13 @@ def correlate2d(in1, in2, mode="full", boundary="fill", fillvalue=0):
     return full[start[0]:start[0] + a.shape[0], start[1]:start[1] + a.shape[1]]
 
 
-def stft(x, *args, **kwargs):
-    """``scipy.signal.stft`` on traced values: not supported yet (raises)."""
-    raise NotImplementedError("scipy.signal.stft is not supported on traced values by rune "
-                              "yet; frame the signal and use np.fft.rfft, which is")
-
-
-def istft(Zxx, *args, **kwargs):
-    """``scipy.signal.istft`` on traced values: not supported yet (raises)."""
-    raise NotImplementedError("scipy.signal.istft is not supported on traced values by "
-                              "rune yet; use np.fft.irfft on the frames, which is")
-
-
 _MODULES = {"lfilter": ("scipy.signal", "scipy.signal._signaltools"),
             "lfilter_zi": ("scipy.signal", "scipy.signal._signaltools"),
             "sosfilt_zi": ("scipy.signal", "scipy.signal._signaltools"),
             "sosfilt": ("scipy.signal", "scipy.signal._signaltools"),
             "convolve2d": ("scipy.signal", "scipy.signal._signaltools"),
             "correlate2d": ("scipy.signal", "scipy.signal._signaltools"),
-            "savgol_filter": ("scipy.signal", "scipy.signal._savitzky_golay"),
-            "stft": ("scipy.signal", "scipy.signal._spectral_py"),
-            "istft": ("scipy.signal", "scipy.signal._spectral_py")}
+            "savgol_filter": ("scipy.signal", "scipy.signal._savitzky_golay")}
 
 for _name, _mods in _MODULES.items():
     for _mod in _mods:
