@@ -141,7 +141,8 @@ class Program:
     def try_statement(self, lines, result):
         """Run statements that write into existing values (all or nothing); keep them if every
         value stays finite and bounded."""
-        saved = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in self.env.items()}
+        saved = {k: (v.copy() if isinstance(v, np.ndarray) and v.flags.writeable else v)
+                 for k, v in self.env.items()}   # (a read-only view stays that view)
         try:
             with np.errstate(all="raise"), warnings.catch_warnings():
                 warnings.simplefilter("error")

@@ -566,3 +566,47 @@ def test_a_written_buffer_passed_to_a_traced_values_method():
     assert type(out) is np.float64 and abs(out - 0.81) < 1e-15
     assert abs(tan - (0.36 * 1.5 + 2.25)) < 1e-15
     rune.check_grads(f, x0, x1, order=2)
+
+
+# ---- views NumPy's Python functions make of a buffer: they follow its later traced writes
+
+_STRIDED = {
+    "broadcast_to": lambda c: np.broadcast_to(c, (2,) + c.shape),
+    "broadcast_arrays": lambda c: np.broadcast_arrays(c, np.ones((2,) + c.shape))[0],
+    "sliding_window_view": lambda c: np.lib.stride_tricks.sliding_window_view(c, 2),
+    "as_strided": lambda c: np.lib.stride_tricks.as_strided(c, (3, 2), (8, 8)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_STRIDED))
+def test_strided_views_of_a_buffer_follow_its_traced_writes(name):
+    # NumPy's functions made a plain view of the buffer's memory, which rune never writes
+    # (NaN by then): the random-program tester's np.broadcast_to(c1) read NaN under jvp/vjp
+    view = _STRIDED[name]
+
+    def f(x):
+        c = np.full(4, 0.5)
+        v = view(c)
+        c[1:3] = x * np.array([1.0, -2.0])
+        c *= np.sum(np.sin(x))
+        return v * 1.0
+
+    x = np.array(0.7)
+    want = f(x)          # NumPy's: the view reads the writes
+    assert np.all(np.isfinite(want)) and not np.all(want == 0.5)
+    np.testing.assert_allclose(rune.vjp(f, x)[0], want, rtol=1e-15)
+    np.testing.assert_allclose(rune.jvp(f, (x,), (np.ones(()),))[0], want, rtol=1e-15)
+    rune.check_grads(f, x, order=1)
+    xs = np.array([0.3, 0.7, -0.4])
+    np.testing.assert_allclose(rune.vmap(f)(xs), np.stack([f(np.array(v)) for v in xs]),
+                               rtol=1e-14)
+
+
+def test_strided_views_of_plain_arrays_and_outside_are_numpys():
+    a = np.arange(4.0)
+    for name, view in _STRIDED.items():
+        assert type(view(a)) is np.ndarray, name
+    seen = []
+    rune.grad(lambda x: seen.extend(type(view(np.arange(4.0) * 1.0)) for view in
+                                    _STRIDED.values()) or x * 2.0)(1.0)
+    assert seen == [np.ndarray] * len(_STRIDED)     # (results of arithmetic: plain arrays)

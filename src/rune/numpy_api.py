@@ -23,6 +23,8 @@ from __future__ import annotations
 import copy as _copy
 import importlib
 
+import sys
+
 import numpy as np
 
 from . import buffers as _buffers, flatiter, views
@@ -200,7 +202,14 @@ def _array(obj, dtype=None, *args, **kwargs):
         if ndmin > x.ndim:
             x = np.reshape(x, (1,) * (ndmin - x.ndim) + tuple(x.shape))
         return x
+    if type(obj) is _Buffer and dtype is None and not args and kwargs.get("copy") in (
+            None, False) and sys._getframe(2).f_globals.get("__name__") == _STRIDE_TRICKS:
+        return obj      # (sliding_window_view, broadcast_arrays: their views of a buffer
+        #                  then follow its later traced writes, rune.numpy.strides)
     return _buffers.fresh(_np_array(obj, dtype, *args, **kwargs), 3)   # a buffer, made here
+
+
+_STRIDE_TRICKS = "numpy.lib._stride_tricks_impl"
 
 
 def _ascontiguousarray(a, dtype=None, *args, **kwargs):
