@@ -81,7 +81,8 @@ broadcast_to_p = Primitive(
 def _broadcast_view(value, shape):
     """``np.broadcast_to(value, shape)`` for a plain array of at most that rank (a reduction's
     cotangent spread back): the read-only view with zero strides that NumPy gives, without
-    its Python-level nditer (2.3 µs); None where it does not apply."""
+    its Python-level nditer (2.3 µs), or a filled array when small; None where it does not
+    apply."""
     vshape, vstrides = value.shape, value.strides
     pad = len(shape) - len(vshape)
     if pad:
@@ -96,12 +97,26 @@ def _broadcast_view(value, shape):
             strides.append(0)
         else:
             return None
+    if _prod(shape) <= 256:     # small: filled, cheaper than a view (and than the copy
+        out = _empty(shape, value.dtype)    # of a read-only view returned as a gradient)
+        out[...] = value
+        return out
     try:
         view = np.ndarray(shape, value.dtype, value, 0, tuple(strides))
     except (ValueError, TypeError):     # not contiguous, or objects: no buffer to view
         return None
-    view.flags.writeable = False
+    view.setflags(write=False)
     return view
+
+
+_empty = np.empty       # NumPy's own (imported before any transformation installs rune's)
+
+
+def _prod(shape):
+    n = 1
+    for d in shape:
+        n *= d
+    return n
 
 
 def broadcast_like(value, shape, ref):
