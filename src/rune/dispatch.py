@@ -85,6 +85,13 @@ FOREIGN: dict = {}
 HOLDERS: dict = {}
 
 
+def memory_view(base, view, writeable):
+    """``view``, a plain view NumPy's Python code made of ``base``'s memory (np.broadcast_to,
+    as_strided): a view of a buffer the user's code made once :mod:`rune.buffers` is
+    loaded (it replaces this), so that it follows the buffer's later traced writes."""
+    return view
+
+
 def new_array(out, depth):
     """A new array made by a NumPy creation function called ``depth`` frames up (rune's
     wrapper of ``np.linspace`` & co. calls it): a buffer when the user's code made it

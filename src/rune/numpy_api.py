@@ -24,13 +24,14 @@ import copy as _copy
 import importlib
 
 import sys
+import weakref
 
 import numpy as np
 
 from . import buffers as _buffers, flatiter, views
 from . import pandas_compat as _pandas
 from .core import Primitive, Tracer, bind, TracerConversionError, reached
-from . import intercept as _intercept
+from . import dispatch as _dispatch, intercept as _intercept
 from . import scipy as _scipy
 
 __all__ = ["UFUNCS", "FUNCTIONS", "implements", "register_ufunc", "install"]
@@ -210,6 +211,24 @@ def _array(obj, dtype=None, *args, **kwargs):
 
 
 _STRIDE_TRICKS = "numpy.lib._stride_tricks_impl"
+
+
+def _memory_view(buf, view, writeable):
+    """``rune.dispatch.memory_view``: NumPy's plain ``view`` of the memory of a buffer the
+    user's code made (rune.buffers), as a view of that buffer."""
+    if type(buf) is not _Buffer:
+        return view
+    root = buf._root if buf._root is not None else buf
+    at = _ndarray.__array_interface__.__get__
+    v = _ndarray.__new__(_Buffer, view.shape, view.dtype, root,
+                         at(view)["data"][0] - at(root)["data"][0], view.strides)
+    v._root = root
+    root._views.append(weakref.ref(v))
+    _ndarray.setflags(v, write=bool(writeable and root.flags.writeable))
+    return v
+
+
+_dispatch.memory_view = _memory_view
 
 
 def _ascontiguousarray(a, dtype=None, *args, **kwargs):

@@ -23,11 +23,9 @@ array([1., 2., 3., 2., 1.])
 from __future__ import annotations
 
 import builtins
-import weakref
 
 import numpy as np
 
-from ..buffers import Buffer, Shadowed, traced_value
 from ..core import Tracer
 from ..dispatch import FUNCTIONS, implements
 from .. import dispatch, views
@@ -106,29 +104,13 @@ def as_strided(x, shape=None, strides=None, subok=False, writeable=True):
     return _gathered(x, offsets, _AS_STRIDED, writeable)
 
 
-def _buffer_view(buf, res, writeable):
-    """``res``, a plain view NumPy made of the memory of ``buf`` (a buffer the user's code
-    made, no traced value in it yet: rune.buffers), as a view of that buffer: it then
-    reads the traced values written into the buffer later, as NumPy's view would read
-    the writes (a plain view would read its old memory, which is NaN by then)."""
-    root = buf._root if buf._root is not None else buf
-    at = np.ndarray.__array_interface__.__get__
-    v = np.ndarray.__new__(Buffer, res.shape, res.dtype, root,
-                           at(res)["data"][0] - at(root)["data"][0], res.strides)
-    v._root = root
-    root._views.append(weakref.ref(v))
-    np.ndarray.setflags(v, write=bool(writeable and root.flags.writeable))
-    return v
-
-
 def _as_strided_wrapper(orig):
     def wrapper(x, shape=None, strides=None, subok=False, writeable=True):
-        if type(x) is Shadowed:         # a buffer holding traced values: its value's
-            x = traced_value(x)
+        if type(x) in dispatch.STANDINS:    # a buffer holding traced values: its value's
+            x = dispatch.STANDINS[type(x)](x)
         if isinstance(x, Tracer):
             return as_strided(x, shape, strides, subok, writeable)
-        res = orig(x, shape, strides, subok, writeable)
-        return _buffer_view(x, res, writeable) if type(x) is Buffer else res
+        return dispatch.memory_view(x, orig(x, shape, strides, subok, writeable), writeable)
     wrapper.__wrapped__ = orig
     wrapper.__doc__ = orig.__doc__
     return wrapper
@@ -136,8 +118,7 @@ def _as_strided_wrapper(orig):
 
 def _broadcast_to_wrapper(orig):
     def wrapper(array, shape, subok, readonly):     # (np.broadcast_to, broadcast_arrays)
-        res = orig(array, shape, subok, readonly)
-        return _buffer_view(array, res, not readonly) if type(array) is Buffer else res
+        return dispatch.memory_view(array, orig(array, shape, subok, readonly), not readonly)
     wrapper.__wrapped__ = orig
     return wrapper
 
