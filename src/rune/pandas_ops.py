@@ -33,7 +33,8 @@ from . import dispatch, pandas_compat
 from .core import Tracer
 from .dispatch import wrap_while_active
 from .pandas_array import TracedArray, _wrap, frame, nan_mask, series, traced_values
-from .pandas_compat import PandasTracedError, from_pandas, pandas_caller, pandas_error
+from .pandas_compat import (PandasTracedError, _subclasses, from_pandas, pandas_caller,
+                            pandas_error)
 
 __all__ = ["operate"]
 
@@ -297,16 +298,6 @@ def _series_dot(orig):
             return series(result, other.columns)
         return result
     return dot
-
-
-def _subclasses(cls):
-    todo, seen = [cls], []
-    while todo:
-        c = todo.pop()
-        if c not in seen:
-            seen.append(c)
-            todo.extend(c.__subclasses__())
-    return seen
 
 
 def install():
