@@ -246,6 +246,9 @@ def test_the_module_examples_run():
     import doctest
     result = doctest.testmod(jit_module)
     assert result.attempted >= 4 and result.failed == 0
+    from rune import jit_fold
+    result = doctest.testmod(jit_fold)
+    assert result.attempted >= 3 and result.failed == 0
 
 
 def test_rune_decisions_on_numbers_are_recorded_not_baked():
@@ -291,3 +294,47 @@ def test_a_scipy_solver_under_jit_runs_eagerly_and_stays_right():
     for k in (0.5, 1.0, 1.7):
         want = (1 / 3) * k ** (-2 / 3)
         assert abs(g(np.float64(k)) - want) < 1e-9
+
+
+# ---- negations folded out of a program (rune.jit_fold), bit for bit
+
+_SPECIAL = np.array([0.0, -0.0, 1.5, -2.25, np.inf, -np.inf, np.nan, 1e300, -1e-300, 3.0])
+_FOLDED = {     # (function of x, whether some negation folds away)
+    "p + (-x)": (lambda x: x * 0.5 + (-x), True),
+    "(-x) + p": (lambda x: -x + x * 0.5, True),
+    "p - (-x)": (lambda x: x * 0.5 - (-x), True),
+    "p + q * (-x)": (lambda x: x * 0.5 + np.cos(x) * (-x), True),
+    "p - (-x) / q": (lambda x: x * 0.5 - (-x) / (np.cos(x) + 3.0), True),
+    "(-x) - p stays": (lambda x: -x - x * 0.5, False),
+    "-x read twice stays": (lambda x: (-x) * (-x) + (-x), False),
+    "-x returned stays": (lambda x: -x, False),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_FOLDED))
+def test_folded_negations_equal_eager_bit_for_bit(name):
+    f, folds = _FOLDED[name]
+    x = _SPECIAL.copy()
+    jf = rune.jit(f)
+    recorded = jf(x)
+    n_neg = jf.listing(x).count("negative(")
+    assert (n_neg < name.count("-x")) == folds, jf.listing(x)
+    for v in (x, x[::-1].copy(), -x):
+        got, want = jf(v), f(v)
+        assert np.array_equal(got, want, equal_nan=True)
+        num = ~np.isnan(want)       # (a NaN's sign bit is IEEE's to choose: not compared)
+        assert np.array_equal(np.signbit(got[num]), np.signbit(want[num]))   # zeros' too
+    assert np.array_equal(recorded, f(x), equal_nan=True)
+
+
+def test_folded_negations_in_gradients_and_integers():
+    # cos' = -sin and exp(-a)'s chain rule: the gradient's program folds them
+    g = lambda x: np.sum(np.exp(-x) + np.cos(x) * x)      # noqa: E731
+    x = np.array([0.3, -1.7, 0.0, 2.5])
+    jg = rune.jit(rune.grad(g))
+    jg(x)
+    for v in (x, x + 0.5, -x):
+        assert np.array_equal(jg(v), rune.grad(g)(v))
+    k = rune.jit(lambda i: i * 3 + (-i))    # integers: negation is not folded
+    i = np.array([np.iinfo(np.int64).min, -1, 0, 7])
+    assert np.array_equal(k(i), i * 3 + (-i)) and "negative(" in k.listing(i)

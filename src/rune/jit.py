@@ -18,8 +18,10 @@ program for the new branch, up to :data:`MAX_PROGRAMS` per signature; a
 :class:`rune.PerformanceWarning` when a function keeps re-recording).  So the replay
 computes what eager rune would: the same kernels on the same values in the same order (the
 same numbers, but for the last bit of a BLAS product, which depends on where its operands
-lie in memory, and the sign of a zero where eager rune's backward pass adds into a buffer
-in place and the program adds as an operation).
+lie in memory, the sign of a zero where eager rune's backward pass adds into a buffer
+in place and the program adds as an operation, and the sign bit of a NaN, which IEEE leaves
+open: the program folds negations into the additions that follow, exactly,
+:mod:`rune.jit_fold`).
 
 **What is recorded.**  Operations on values computed from the inputs.  Arrays ``f`` closes
 over are read anew at every replay (the program holds the array object itself, not a copy),
@@ -52,6 +54,7 @@ import numpy as np
 from . import core
 from . import tree as tree_util
 from .api_util import cast_like
+from .jit_fold import fold_negations
 from .kept import COPY_BELOW, _checksum
 from .core import PerformanceWarning, Trace, Tracer, new_trace, tracer_class_pair, warn_once
 from .typing import P, R
@@ -252,7 +255,7 @@ class Program:
             return f"v{r[1]}" if r[0] == "s" else const(r[1])
 
         n_ops = 0
-        for entry in _live(trace.code, out_refs):
+        for entry in fold_negations(_live(trace.code, out_refs), out_refs):
             if entry[0] == "guard":
                 _, slot, value = entry
                 lines.append(f"    if not _same(v{slot}, {const(value)}): raise _Miss")
@@ -546,10 +549,10 @@ def jit(fun: Callable[P, R], static_argnums: int | Sequence[int] = ()) -> Callab
     signature.  The first call with a signature runs ``fun`` eagerly and records it; later
     ones replay the record, checking on the way that every value ``fun`` branched on is
     unchanged (else it records again).  Results equal eager rune's (but for a BLAS
-    product's last bit and the sign of zeros).  Under another transformation, ``jit(fun)``
-    is ``fun``.  ``.listing(*args)`` shows the program recorded for ``args``.  What runs
-    once at recording: work on plain values only, such as ``np.random`` draws, is a
-    constant afterwards (see the jit guide).
+    product's last bit and the signs of zeros and NaNs).  Under another transformation,
+    ``jit(fun)`` is ``fun``.  ``.listing(*args)`` shows the program recorded for ``args``.
+    What runs once at recording: work on plain values only, such as ``np.random`` draws,
+    is a constant afterwards (see the jit guide).
 
     Args:
         fun: the function; its arguments and result are trees of arrays.
