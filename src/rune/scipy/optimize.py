@@ -91,6 +91,16 @@ def _differentiate(seen, *others):
     return (seen.traced or traced(others)) and ift.newton_steps() > 0
 
 
+def _to_differentiate(res, seen, name, *others):
+    """:func:`_differentiate` for a solver's ``OptimizeResult``, warning (once it is to be
+    differentiated) when the solver says it did not converge."""
+    if not _differentiate(seen, *others):
+        return False
+    if not res.get("success", True):
+        ift.warn_not_converged(name, res.get("message", "success is False"))
+    return True
+
+
 def _scalar(v, solver):
     v = asarray_traced(v)
     if v.size != 1:
@@ -200,10 +210,8 @@ def _minimize(call):
         if method not in _BOUNDED:
             box = None
     res = call.run()
-    if not _differentiate(seen, box):
+    if not _to_differentiate(res, seen, name, box):
         return res
-    if not res.get("success", True):
-        ift.warn_not_converged(name, res.get("message", "success is False"))
 
     def objective(z):
         return _scalar(_first(fun(z, *args), pair), name)
@@ -264,10 +272,8 @@ def _minimize_scalar(call):
         box = _box(bounds[0], bounds[1], 1)
         call.set("bounds", plain(bounds, name))
     res = call.run()
-    if not _differentiate(seen, box):
+    if not _to_differentiate(res, seen, name, box):
         return res
-    if not res.get("success", True):
-        ift.warn_not_converged(name, res.get("message", "success is False"))
 
     def objective(z):
         return _scalar(fun(z[0], *args), name)
@@ -313,10 +319,8 @@ def _root(call):
     fun, args, seen = _stripped(call, name, "fun", ("jac",))
     call.set("x0", plain(call["x0"], name))
     res = call.run()
-    if not _differentiate(seen):
+    if not _to_differentiate(res, seen, name):
         return res
-    if not res.get("success", True):
-        ift.warn_not_converged(name, res.get("message", "success is False"))
     shape = np.shape(res.x)
     m = np.size(res["fun"]) if "fun" in res else None
     x, r = _root_solution(res.x, fun, args, shape, pair, name, m)
