@@ -594,12 +594,12 @@ def test_strided_views_of_a_buffer_follow_its_traced_writes(name):
     x = np.array(0.7)
     want = f(x)          # NumPy's: the view reads the writes
     assert np.all(np.isfinite(want)) and not np.all(want == 0.5)
-    np.testing.assert_allclose(rune.vjp(f, x)[0], want, rtol=1e-15)
-    np.testing.assert_allclose(rune.jvp(f, (x,), (np.ones(()),))[0], want, rtol=1e-15)
+    np.testing.assert_allclose(rune.vjp(f, x)[0], want, rtol=1e-13)
+    np.testing.assert_allclose(rune.jvp(f, (x,), (np.ones(()),))[0], want, rtol=1e-13)
     rune.check_grads(f, x, order=1)
     xs = np.array([0.3, 0.7, -0.4])
     np.testing.assert_allclose(rune.vmap(f)(xs), np.stack([f(np.array(v)) for v in xs]),
-                               rtol=1e-14)
+                               rtol=1e-13)     # (a batch's np.sin may take the SIMD loop)
 
 
 def test_strided_views_of_plain_arrays_and_outside_are_numpys():
