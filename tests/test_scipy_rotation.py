@@ -371,3 +371,21 @@ def test_doctests():
     import rune.scipy.rotation
     result = doctest.testmod(rune.scipy.rotation)
     assert result.failed == 0 and result.attempted > 0
+
+
+def test_nested_vmap_of_grad_and_jit_of_grad():
+    # the pairs over a fitting loss: vmap(grad) against a loop of grad, jit(grad) replayed
+    # bit for bit against eager grad (the same kernels), and grad against finite differences
+    P = np.random.default_rng(3).standard_normal((5, 3))
+
+    def loss(w):
+        return np.sum((R.from_rotvec(w).apply(P) - P[::-1]) ** 2)
+
+    ws = np.array([[0.1, -0.2, 0.3], [0.4, 0.0, -0.5], [1e-4, 2e-4, 0.0]])
+    g = rune.grad(loss)
+    check_vmap(g, ws, rtol=1e-12, atol=1e-12)
+    jg = rune.jit(g)
+    jg(ws[0])
+    for w in ws:
+        assert np.array_equal(jg(w), g(w))
+    check_grads(writeable(loss), ws[0], order=1)   # (SciPy refuses read-only rotvecs)
