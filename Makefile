@@ -117,6 +117,7 @@ bench: venv
 	-$(BIN)/python -m pip install --quiet autograd
 	-$(BIN)/python -m pip install --quiet torch==2.13.0
 	-$(BIN)/python -m pip install --quiet jax jaxlib
+	-$(BIN)/python -m pip install --quiet "numexpr>=2.10"
 	$(BIN)/python benchmarks/run.py $(BENCH_ARGS)
 	$(BIN)/python benchmarks/small_calls.py --icount
 	OPENBLAS_NUM_THREADS=1 $(BIN)/python benchmarks/programs.py

@@ -93,6 +93,11 @@ BY_NATURE = {  # input/output, text, dates, configuration, types: no derivative 
 }
 
 
+# names other libraries set on NumPy's module: numexpr (imported by pandas, and by rune.jit's
+# fusion) sets np.expm1x = np.expm1
+FOREIGN = {"expm1x"}
+
+
 def public_api():
     """``(name, object)`` for every public function of ``np``, ``np.linalg`` and ``np.fft``."""
     import types
@@ -102,7 +107,8 @@ def public_api():
             f = getattr(mod, n)
             if hasattr(f, "_rune_impl"):    # rune's pass-through (rune.intercept): NumPy's own
                 f = f.__wrapped__
-            if n.startswith("_") or isinstance(f, (type, types.ModuleType)):
+            if n.startswith("_") or isinstance(f, (type, types.ModuleType)) or \
+                    n in FOREIGN:
                 continue
             if isinstance(f, np.ufunc) or callable(f):
                 out.append((prefix + n, f))

@@ -47,14 +47,13 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import numpy as np
 
 from . import core
 from . import tree as tree_util
 from .api_util import cast_like
-from .jit_fold import fold_negations
+from .jit_program import Program, _copy_const, _Miss, _out_kind, _Unreplayable
 from .kept import COPY_BELOW, _checksum
 from .core import PerformanceWarning, Trace, Tracer, new_trace, tracer_class_pair, warn_once
 from .typing import P, R
@@ -67,10 +66,7 @@ _THRASH = 16            # re-recordings of one function before a PerformanceWarn
 
 _ndarray = np.ndarray
 _stack = core._stack
-
-
-class _Miss(Exception):
-    """A guard of the program failed on replay: record again."""
+_SCALARS = (float, int, bool, complex)
 
 
 # --------------------------------------------------------------------------
@@ -110,7 +106,7 @@ _JitArrayTracer = tracer_class_pair(JitTracer)
 class JitTrace(Trace):
     """The recording level: computes each primitive on concrete values and appends it."""
 
-    __slots__ = ("code", "n_slots", "seen", "origins", "unreplayable")
+    __slots__ = ("code", "n_slots", "seen", "origins", "unreplayable", "constants")
     kind = "jit"
     records = True
 
@@ -121,6 +117,7 @@ class JitTrace(Trace):
         self.seen = {}      # (primitive, arguments, parameters) -> its results: computed once
         self.origins = {}   # the tapes' private copies: id(copy) -> (array, copy or checksum)
         self.unreplayable = None    # why the call cannot be replayed (rune.concrete.numbers)
+        self.constants = {}         # (dtype, bytes) -> a scalar constant as a 0-d array
 
     def new_slot(self):
         self.n_slots += 1
@@ -175,6 +172,7 @@ class JitTrace(Trace):
                 return tuple(JitTracer(o, self, s) for o, s in zip(out, slots))
             return JitTracer(out, self, slots[0])
         out = prim.impl(*vals, **params)
+        refs = self.strong_constants(prim, refs, vals, params, out)
         if prim.multiple_results:
             slots = [self.new_slot() for _ in out]
             self.code.append(("op", prim, refs, dict(params), slots, _meta(out, True), snaps))
@@ -188,6 +186,41 @@ class JitTrace(Trace):
             self.seen[key] = (out, slots)
         return res
 
+    def strong_constants(self, prim, refs, vals, params, out):
+        """``refs`` with a ufunc's Python or NumPy scalar constants as 0-d arrays of the
+        dtype its loop casts them to: NumPy then skips the scalar's conversion on every
+        replay (about a third of a small kernel call's cost).  Kept only when the kernel
+        gives the same result, bit for bit, on the recorded values."""
+        ufunc = prim.impl
+        if type(ufunc) is not np.ufunc or prim.multiple_results or params or not all(
+                r[0] == "s" or type(r[1]) in _SCALARS or isinstance(r[1], np.generic)
+                for r in refs) or all(r[0] == "s" for r in refs):
+            return refs
+        try:
+            loop = ufunc.resolve_dtypes(tuple(
+                type(v) if type(v) in _SCALARS else np.asarray(v).dtype for v in vals) +
+                (None,) * ufunc.nout)
+            strong = [r if r[0] == "s" else ("c", self.constant(r[1], loop[i]))
+                      for i, r in enumerate(refs)]
+            with np.errstate(all="ignore"):     # (warned of once, by the kernel's run)
+                again = ufunc(*[v if r[0] == "s" else r[1] for v, r in zip(vals, strong)])
+        except Exception:       # (no loop for these dtypes, an overflowing integer, ...)
+            return refs
+        if type(again) is not type(out) or np.asarray(again).dtype != np.asarray(out).dtype \
+                or np.asarray(again).tobytes() != np.asarray(out).tobytes():
+            return refs
+        return strong
+
+    def constant(self, value, dtype):
+        """One read-only 0-d array for each constant value and dtype of the program."""
+        c = np.asarray(value, dtype=dtype)
+        key = (c.dtype, c.tobytes())
+        made = self.constants.get(key)
+        if made is None:
+            c.flags.writeable = False
+            made = self.constants[key] = c
+        return made
+
     def process_call(self, call, args):
         """A call construct (checkpoint, custom rules) at the recording level runs its
         function here, as with no transformation: its primitives are recorded one by one."""
@@ -196,8 +229,8 @@ class JitTrace(Trace):
 
 def _key(prim, refs, params):
     """What makes two recorded operations the same computation, or None when a parameter
-    is not hashable.  Constants count by identity (the same object is read on replay), and
-    arrays by their bytes too (a large one: no sharing)."""
+    is not hashable.  Constants count by identity (the same object is read on replay),
+    arrays by their bytes too (a large one: no sharing), numbers by their value."""
     parts = []
     for k, v in refs:
         if k == "s":
@@ -206,6 +239,10 @@ def _key(prim, refs, params):
             if v.nbytes > 4096:
                 return None
             parts.append((id(v), v.dtype.str, v.shape, v.tobytes()))
+        elif type(v) in _SCALARS:       # by value: the program may keep a 0-d array for
+            parts.append(("v", type(v), repr(v)))   # it, so its id can be reused
+        elif isinstance(v, np.generic):
+            parts.append(("v", v.dtype.str, v.tobytes()))
         else:
             parts.append(("c", id(v)))
     key = (prim, tuple(parts), tuple(params.items()))
@@ -223,157 +260,9 @@ def _meta(out, multiple):
     return tuple((getattr(o, "shape", ()), getattr(o, "dtype", type(o))) for o in outs)
 
 
-# --------------------------------------------------------------------------
-# The program: generated Python source, one line an operation
-# --------------------------------------------------------------------------
-
-class Program:
-    """A recorded call: ``run(leaves)`` replays it (raises :class:`_Miss` on a failed
-    guard); ``listing`` is its source."""
-
-    __slots__ = ("run", "listing", "n_ops")
-
-    def __init__(self, trace, in_slots, out_refs, out_kinds, out_tree):
-        if trace.unreplayable:
-            raise _Unreplayable(trace.unreplayable)
-        env: dict[str, Any] = {"_Miss": _Miss, "_same": _same, "_unflatten": tree_util.unflatten,
-                               "_tree": out_tree, "_copy": _copy_const, "_array0": _array0,
-                               "_scalar": _scalar}
-        lines = [f"def replay({', '.join(f'v{s}' for s in in_slots) or '*_'}):"]
-        names: dict[int, str] = {}
-
-        def const(c, hint="c"):
-            key = id(c)
-            name = names.get(key)
-            if name is None:
-                name = f"{hint}{len(names)}" if hint == "c" or hint in env else hint
-                names[key] = name
-                env[name] = c
-            return name
-
-        def ref(r):
-            return f"v{r[1]}" if r[0] == "s" else const(r[1])
-
-        n_ops = 0
-        for entry in fold_negations(_live(trace.code, out_refs), out_refs):
-            if entry[0] == "guard":
-                _, slot, value = entry
-                lines.append(f"    if not _same(v{slot}, {const(value)}): raise _Miss")
-                continue
-            _, prim, refs, params, slots, meta, snaps = entry
-            refs = _as_used(refs, snaps)
-            n_ops += 1
-            fn = const(prim.impl, "".join(ch if ch.isalnum() else "_" for ch in prim.name))
-            call_args = [ref(r) for r in refs]
-            if params:
-                call_args.append(f"**{const(params)}")
-            target = ", ".join(f"v{s}" for s in slots) + ("," if prim.multiple_results else "")
-            lines.append(f"    {target} = {fn}({', '.join(call_args)})")
-            if prim.nondiff or prim.multiple_results:   # a shape that may depend on the data
-                for s, (shape, dtype) in zip(slots, meta):
-                    lines.append(f"    if getattr(v{s}, 'shape', ()) != {shape!r}: raise _Miss")
-        outs = ", ".join(_out_expr(r, kind) if r[0] == "s" else f"_copy({const(r[1])})"
-                         for r, kind in zip(out_refs, out_kinds))
-        if out_tree.node_cls is None:       # one array out (a gradient): no tree to build
-            lines.append(f"    return {outs}")
-        else:
-            lines.append(f"    return _unflatten(_tree, ({outs}{',' * (len(out_refs) == 1)}))")
-        source = "\n".join(lines) + "\n"
-        exec(compile(source, "<rune.jit program>", "exec"), env)
-        self.run = env["replay"]
-        self.listing = source
-        self.n_ops = n_ops
-
-
 def _snapshot(v):
     """An array the program reads, as it was when used: a copy (small) or a checksum."""
     return v.copy() if v.nbytes <= COPY_BELOW else _checksum(v)
-
-
-def _as_used(refs, snaps):
-    """The constants an operation read: the array itself when it still holds what it held
-    then (an array ``f`` closes over: read anew on every replay, as eager code reads it),
-    else the value it had (a buffer ``f`` made, used, then wrote into)."""
-    if not snaps:
-        return refs
-    refs = list(refs)
-    for i, snap in snaps.items():
-        v = refs[i][1]
-        if type(snap) is tuple:             # a tape's copy (or a large array it reads
-            origin, kept = snap             # by reference) of the array ``origin``
-            if type(kept) is _ndarray:
-                if _same(origin, kept):     # unchanged by the call: read anew on replay
-                    refs[i] = ("c", origin)
-                continue
-            snap = kept
-        if type(snap) is _ndarray:
-            if not _same(v, snap):
-                snap.flags.writeable = False
-                refs[i] = ("c", snap)
-        elif _checksum(v) != snap:
-            raise _Unreplayable(
-                f"an array of {v.nbytes >> 20} MiB that the function reads was written into "
-                f"after it was read, during the call")
-    return refs
-
-
-class _Unreplayable(Exception):
-    """What was recorded cannot be replayed: the function runs eagerly."""
-
-
-def _live(code, out_refs):
-    """``code`` without the operations whose results nothing reads (a gradient's forward
-    value that ``grad`` drops): what the outputs and the guards need, in order."""
-    need = {r[1] for r in out_refs if r[0] == "s"}
-    kept = []
-    for entry in reversed(code):
-        if entry[0] == "guard":
-            need.add(entry[1])
-        elif any(s in need for s in entry[4]):
-            need.update(r[1] for r in entry[2] if r[0] == "s")
-        else:
-            continue
-        kept.append(entry)
-    kept.reverse()
-    return kept
-
-
-def _out_kind(v):
-    """How an output's type is restored on replay: a kernel may give a NumPy scalar where
-    the recorded call's Python code made a 0-d array of it (or the reverse)."""
-    if type(v) is _ndarray and v.ndim == 0:
-        return "array0"
-    if isinstance(v, np.generic):
-        return "scalar"
-    return None
-
-
-def _out_expr(ref, kind):
-    if kind == "array0":
-        return f"_array0(v{ref[1]})"
-    if kind == "scalar":
-        return f"_scalar(v{ref[1]})"
-    return f"v{ref[1]}"
-
-
-def _array0(v):
-    return v if type(v) is _ndarray else np.asarray(v)
-
-
-def _scalar(v):
-    return v[()] if type(v) is _ndarray else v
-
-
-def _copy_const(c):
-    """A constant output, fresh on every call (as eager code makes it anew)."""
-    return c.copy() if isinstance(c, (_ndarray, np.generic)) else c
-
-
-def _same(v, recorded):
-    """Whether a guarded value is bit for bit what it was when recorded."""
-    v = np.asarray(v)
-    return v.shape == recorded.shape and v.dtype == recorded.dtype and \
-        v.tobytes() == recorded.tobytes()
 
 
 # --------------------------------------------------------------------------
@@ -462,11 +351,13 @@ class _Jitted:
         """Run ``f`` eagerly on recording tracers; keep the program; return (result, it)."""
         with new_trace(JitTrace) as trace:
             in_slots = []
+            in_meta = {}
             wrapped = []
             for x in leaves:
                 if _is_traced_leaf(x):
                     s = trace.new_slot()
                     in_slots.append(s)
+                    in_meta[s] = (np.shape(x), x.dtype)
                     wrapped.append(JitTracer(x, trace, s))
                 else:
                     wrapped.append(x)
@@ -486,7 +377,8 @@ class _Jitted:
                 result.append(o._val if isinstance(o, JitTracer) else _copy_const(o))
         out = tree_util.unflatten(out_tree, result)
         try:
-            prog = Program(trace, in_slots, refs, [_out_kind(v) for v in result], out_tree)
+            prog = Program(trace, in_slots, in_meta, refs, [_out_kind(v) for v in result],
+                           out_tree)
         except _Unreplayable as e:
             self.eager.add(sig)
             warn_once(("jit-eager", id(self.fun)), PerformanceWarning(
