@@ -119,9 +119,14 @@ class Buffer(np.ndarray):
         _root_of(self, root._levels)            # is a buffer of the same transformations
 
     def __array_wrap__(self, arr, context=None, return_scalar=False):
-        """Results of NumPy's ufuncs and reductions are plain arrays (or scalars)."""
+        """Results of NumPy's ufuncs and reductions are plain arrays (or scalars); the view
+        ``squeeze`` makes is a view of the buffer (it follows the buffer's traced writes)."""
         if isinstance(arr, Buffer):     # out= a buffer: that buffer
             return arr
+        if context is None and type(arr) is _ndarray and arr.size == self.size and \
+                arr.__array_interface__["data"][0] == self.__array_interface__["data"][0] \
+                and [d for d in arr.shape if d != 1] == [d for d in self.shape if d != 1]:
+            return _ndarray.reshape(self, arr.shape)    # (dropping 1s: always a view)
         return arr[()] if return_scalar else arr
 
     def __setitem__(self, idx, value):
