@@ -325,10 +325,15 @@ def _param(fun, nargs, k):
     return arg_names(fun, nargs)[k] if fun is not None else f"args[{k}]"
 
 
+_FLOAT_SCALARS = frozenset({float, complex, np.float16, np.float32, np.float64, np.longdouble,
+                            np.complex64, np.complex128, np.clongdouble})
+
+
 def check_scalar_output(out, what="grad"):
     """Raise unless ``out`` is a floating scalar (what ``grad`` can differentiate)."""
-    if type(out) is np.ndarray and out.dtype.kind in "fc" and out.shape == ():
-        return      # (the common case first)
+    if type(out) in _FLOAT_SCALARS or (type(out) is np.ndarray and out.dtype.kind in "fc"
+                                       and out.shape == ()):
+        return      # (the common cases first)
     if isinstance(out, (bool, int, np.bool_, np.integer)) or (
             hasattr(out, "dtype") and out.dtype.kind in "biu"):
         raise TypeError(f"{what} needs a real or complex floating-point scalar output; f "
@@ -407,6 +412,8 @@ def cast_like(c, dtype):
 
 def to_user(g, leaf):
     """A cotangent returned to the user: the leaf's own type and dtype."""
+    if type(g) is np.ndarray and type(leaf) is np.ndarray and g.dtype == leaf.dtype:
+        return g        # (the common case first)
     if isinstance(leaf, Tracer) and leaf._trace.records:   # rune.jit recording: the type
         if isinstance(g, Tracer):                          # eager rune gives the plain
             return leaf._trace.like_leaf(g, leaf)          # input, on replay too
@@ -434,6 +441,12 @@ def unalias(outs, inputs):
     """Results the user may write into (SPEC 4): copy any output array that is read-only
     (a broadcast view) or whose memory belongs to an input's or an earlier output's
     (``grad(..., argnums=(0, 1))`` of ``x + y`` gives both the same cotangent)."""
+    if len(outs) == 1:          # (the common case first: one fresh array out)
+        o = outs[0]
+        if type(o) is np.ndarray and o.base is None and all(
+                x is not o and (type(x) is not np.ndarray or x.base is None)
+                for x in inputs) and o.flags.writeable:
+            return outs
     owners = None
     res = []
     for o in outs:

@@ -203,7 +203,7 @@ def _kept_args(plan, vals, name):
         if k or not hasattr(v, "shape"):
             kept.append(v)
         elif type(v) is np.ndarray:     # one shared stand-in a shape, dtype and position
-            key = (i, v.shape, v.dtype)
+            key = (i, v.shape, id(v.dtype))     # (the stand-in keeps the dtype: no id reuse)
             d = stand_ins.get(key)
             if d is None:
                 d = stand_ins[key] = Dropped(v, name, i)

@@ -97,8 +97,13 @@ def _vjp(f, primals, has_aux, reusable=True):
     ``reusable``: the pullback may be called after the caller wrote into its inputs, so
     the tape keeps them as it keeps constants (``rune.kept``); ``grad``'s is called before
     it returns, and reads the inputs as they are."""
-    leaves, in_tree = tree_util.flatten(primals)
-    check_leaves(leaves, in_tree, "primals", "vjp")
+    one = len(primals) == 1 and type(primals[0]) is _ndarray and \
+        primals[0].dtype.kind in "fc"       # f(x) of one plain array: no tree to walk
+    if one:
+        leaves, in_tree = list(primals), _ONE_ARG
+    else:
+        leaves, in_tree = tree_util.flatten(primals)
+        check_leaves(leaves, in_tree, "primals", "vjp")
     aux = None
     with new_trace(ReverseTrace) as trace:
         inputs = []
@@ -111,14 +116,17 @@ def _vjp(f, primals, has_aux, reusable=True):
             else:
                 inputs.append(x)
                 in_nodes.append(None)
-        result = f(*tree_util.unflatten(in_tree, inputs))
+        result = f(inputs[0]) if one else f(*tree_util.unflatten(in_tree, inputs))
         if has_aux:
             result, aux = check_aux_pair(result)
             aux = tree_util.map(lambda a: _stop(a, trace), aux)
             aux_leaves, aux_tree = tree_util.flatten(aux)
             aux = tree_util.unflatten(aux_tree, unalias(aux_leaves, leaves))
-        out_leaves, out_tree = tree_util.flatten(result)
-        check_leaves(out_leaves, out_tree, "out", "vjp")
+        if isinstance(result, ReverseTracer):   # one traced value out: a leaf
+            out_leaves, out_tree = [result], _LEAF
+        else:
+            out_leaves, out_tree = tree_util.flatten(result)
+            check_leaves(out_leaves, out_tree, "out", "vjp")
         out_nodes = []
         out_vals = []
         for o in out_leaves:
@@ -132,7 +140,7 @@ def _vjp(f, primals, has_aux, reusable=True):
             _check_leaks(trace.leaks, in_nodes, [n for n, _ in out_nodes], in_tree)
     tape, kept = trace.tape, trace.kept
     out_vals = unalias(out_vals, leaves)
-    out = tree_util.unflatten(out_tree, out_vals)
+    out = out_vals[0] if out_tree is _LEAF else tree_util.unflatten(out_tree, out_vals)
 
     def pull_leaves(ct_leaves):
         paths = None
@@ -171,6 +179,8 @@ def _vjp(f, primals, has_aux, reusable=True):
 
 
 _PLAIN = (np.ndarray, np.generic, float, complex, int)
+_ONE_ARG = tree_util.flatten((0.0,))[1]     # the structure of one positional argument
+_LEAF = tree_util.flatten(0.0)[1]           # of a single leaf
 
 
 def _ancestors(nodes):
@@ -270,8 +280,8 @@ def value_and_grad(f: Callable[P, Any], argnums: ArgNums = 0, has_aux: bool = Fa
         check_scalar_output(out)        # (so the output is one leaf: its seed is the list)
         if holomorphic:
             check_holomorphic_out(out, "grad")
-        grads = tree_util.unflatten(in_tree, pull(
-            [_one(out.dtype if hasattr(out, "dtype") else type(out))]))
+        grads = pull([_one(out.dtype if hasattr(out, "dtype") else type(out))])
+        grads = tuple(grads) if in_tree is _ONE_ARG else tree_util.unflatten(in_tree, grads)
         if pick is not None:
             grads = pick(grads)
         g_out = grads[0] if single else grads

@@ -30,8 +30,9 @@ def kept_shape(xshape, axis):
 
 def _expand_back(ct, x, axis, keepdims):
     """A reduced cotangent ``ct`` broadcast back to ``x``'s shape."""
-    if not keepdims:        # (the primitive: np.reshape's dispatch is for the user's calls)
-        ct = reshape_p(ct, shape=kept_shape(shape(x), axis))
+    if not keepdims:        # (the primitive: np.reshape's dispatch is for the user's calls;
+        kept = kept_shape(shape(x), axis)   # a plain array's own method)
+        ct = ct.reshape(kept) if type(ct) is np.ndarray else reshape_p(ct, shape=kept)
     return broadcast_like(ct, shape(x), x)
 
 
