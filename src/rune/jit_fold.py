@@ -29,7 +29,7 @@ import numpy as np
 
 from .dispatch import UFUNCS
 
-__all__ = ["fold_negations"]
+__all__ = ["fold_negations", "readers"]
 
 # flipped operation for a negated operand at position 0 or 1 (None: it cannot take it):
 # add(-x, p) = p - x, add(p, -x) = p - x, subtract(p, -x) = p + x
@@ -71,9 +71,9 @@ def _take_sign(entry, slot, x):
     return ("op", UFUNCS[ufunc], [other, ("s", x)], entry[3], entry[4], entry[5], snaps)
 
 
-def fold_negations(code, out_refs):
-    """``code`` (a recorded program's live entries, in order) with the foldable negations
-    dropped and their uses flipped (see the module's text)."""
+def readers(code, out_refs) -> dict:
+    """For each slot, the indices of the entries of ``code`` that read it, in order (None:
+    a guard, or an output, reads it)."""
     uses: dict = {}
     for k, e in enumerate(code):
         if e[0] == "guard":
@@ -85,6 +85,13 @@ def fold_negations(code, out_refs):
     for r in out_refs:
         if r[0] == "s":
             uses.setdefault(r[1], []).append(None)
+    return uses
+
+
+def fold_negations(code, out_refs):
+    """``code`` (a recorded program's live entries, in order) with the foldable negations
+    dropped and their uses flipped (see the module's text)."""
+    uses = readers(code, out_refs)
     code = list(code)
     dropped = set()
     for k, e in enumerate(code):

@@ -34,9 +34,10 @@ True
 from __future__ import annotations
 
 import os
-from typing import Any
 
 import numpy as np
+
+from .jit_fold import readers
 
 __all__ = ["fuse", "exact_ops", "MIN_RUN"]
 
@@ -155,17 +156,7 @@ def fuse(code: list, out_refs, in_meta: dict) -> list:
     for e in code:
         if e[0] == "op":
             meta.update(zip(e[4], e[5]))
-    uses: dict[Any, list] = {}
-    for k, e in enumerate(code):
-        if e[0] == "guard":
-            uses.setdefault(e[1], []).append(None)
-        else:
-            for r in e[2]:
-                if r[0] == "s":
-                    uses.setdefault(r[1], []).append(k)
-    for r in out_refs:
-        if r[0] == "s":
-            uses.setdefault(r[1], []).append(None)
+    uses = readers(code, out_refs)
 
     def fusable(e):
         if e[0] != "op" or e[1].name not in forms or e[3] or e[6] or len(e[4]) != 1:
@@ -189,9 +180,9 @@ def fuse(code: list, out_refs, in_meta: dict) -> list:
     while True:
         run_of: dict[int, int] = {}         # entry index -> the index of its run's root
         for k in reversed(ops):
-            readers = uses.get(code[k][4][0], [])
-            roots = {run_of.get(u, -1) if u is not None else -1 for u in readers}
-            run_of[k] = roots.pop() if len(roots) == 1 and -1 not in roots and readers \
+            reading = uses.get(code[k][4][0], [])
+            roots = {run_of.get(u, -1) if u is not None else -1 for u in reading}
+            run_of[k] = roots.pop() if len(roots) == 1 and -1 not in roots and reading \
                 and k not in cuts else k
         size: dict[int, int] = {}           # operations in a value's text, repeats counted
         changed = False
