@@ -326,3 +326,35 @@ def test_grad_of_one_array_still_checks_what_the_general_path_checks():
     g, aux = rune.grad(lambda x: (np.sum(x ** 2), "aux"), has_aux=True)(np.ones(2))
     assert aux == "aux"
     np.testing.assert_array_equal(g, [2.0, 2.0])
+
+
+_ONE_ARRAY_FUNS = {
+    "identity of a 0-d array": (lambda x: x, np.array(1.5)),
+    "sum of a product": (lambda x: np.sum(x * x), np.linspace(0.1, 1.0, 4)),
+    "a constant": (lambda x: 3.0, np.ones(3)),
+    "a plain 0-d result": (lambda x: np.float64(2.0), np.ones(3)),
+    "mean over a reshape": (lambda x: np.mean(x.reshape(2, 2) ** 3), np.arange(4.0)),
+    "an element": (lambda x: x[2] * x[0], np.arange(1.0, 4.0)),
+    "max": (lambda x: np.max(x), np.array([1.0, 3.0, 3.0])),
+    "float32": (lambda x: np.sum(np.sin(x)), np.float32([0.5, 2.0])),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_ONE_ARRAY_FUNS))
+def test_grad_of_one_array_short_way_returns_a_fresh_writable_gradient(name):
+    """The one-array path (no trees, its own pull) against the general one: the same
+    gradient bit for bit, never the input, the seed or a read-only view."""
+    f, x = _ONE_ARRAY_FUNS[name]
+    x0 = x.copy()
+    g = rune.grad(f)(x)
+    (g_general,) = rune.grad(f, argnums=(0,))(x)
+    v, g2 = rune.value_and_grad(f)(x)
+    for a in (g, g2):
+        assert type(a) is np.ndarray and a.dtype == x.dtype and a.shape == x.shape
+        np.testing.assert_array_equal(a, g_general)
+        assert a.flags.writeable and not np.shares_memory(a, x)
+    assert not np.shares_memory(g, g2)
+    np.testing.assert_array_equal(x, x0)
+    assert np.array_equal(v, f(x0))
+    g[...] = -7.0                                   # the next call is not affected
+    np.testing.assert_array_equal(rune.grad(f)(x), g_general)

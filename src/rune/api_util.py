@@ -441,8 +441,10 @@ def unalias(outs, inputs):
     """Results the user may write into (SPEC 4): copy any output array that is read-only
     (a broadcast view) or whose memory belongs to an input's or an earlier output's
     (``grad(..., argnums=(0, 1))`` of ``x + y`` gives both the same cotangent)."""
-    if len(outs) == 1:          # (the common case first: one fresh array out)
+    if len(outs) == 1:          # (the common cases first: one scalar, one fresh array out)
         o = outs[0]
+        if not isinstance(o, np.ndarray):
+            return outs
         if type(o) is np.ndarray and o.base is None and all(
                 x is not o and (type(x) is not np.ndarray or x.base is None)
                 for x in inputs) and o.flags.writeable:

@@ -197,6 +197,11 @@ def _kept_args(plan, vals, name):
         g = plan.gone[1][0]
         return [v if k else g for v, k in zip(vals, mask)]
     stand_ins = plan.stand_ins
+    if n == 1 and not mask[0] and type(vals[0]) is np.ndarray:    # (a reduction's operand)
+        v = vals[0]
+        d = stand_ins.get((0, v.shape, id(v.dtype)))
+        if d is not None:
+            return [d]
     kept = []
     i = 0
     for v, k in zip(vals, mask):

@@ -91,7 +91,8 @@ def vjp(f: Callable[..., Any], *primals: Any,
 
 
 def _vjp(f, primals, has_aux, reusable=True):
-    """``vjp``'s work: ``(out, pullback, aux, pull_leaves, in_tree)``, where
+    """``vjp``'s work: ``(out, pullback, aux, pull_leaves, in_tree)`` (``pullback`` None
+    unless ``reusable``), where
     ``pull_leaves(ct_leaves)`` is the pullback of the output's leaves, giving the
     primals' leaves (``grad`` calls it with its seed: no tree to flatten and check).
     ``reusable``: the pullback may be called after the caller wrote into its inputs, so
@@ -106,17 +107,22 @@ def _vjp(f, primals, has_aux, reusable=True):
         check_leaves(leaves, in_tree, "primals", "vjp")
     aux = None
     with new_trace(ReverseTrace) as trace:
-        inputs = []
-        in_nodes = []
-        for x in leaves:
-            if is_diff_leaf(x):
-                t = trace.new_input(as_array(x), reusable)
-                inputs.append(t)
-                in_nodes.append(t._node)
-            else:
-                inputs.append(x)
-                in_nodes.append(None)
-        result = f(inputs[0]) if one else f(*tree_util.unflatten(in_tree, inputs))
+        if one:
+            t = trace.new_input(leaves[0], reusable)
+            in_nodes = [t._node]
+            result = f(t)
+        else:
+            inputs = []
+            in_nodes = []
+            for x in leaves:
+                if is_diff_leaf(x):
+                    t = trace.new_input(as_array(x), reusable)
+                    inputs.append(t)
+                    in_nodes.append(t._node)
+                else:
+                    inputs.append(x)
+                    in_nodes.append(None)
+            result = f(*tree_util.unflatten(in_tree, inputs))
         if has_aux:
             result, aux = check_aux_pair(result)
             aux = tree_util.map(lambda a: _stop(a, trace), aux)
@@ -139,10 +145,21 @@ def _vjp(f, primals, has_aux, reusable=True):
         if trace.leaks:
             _check_leaks(trace.leaks, in_nodes, [n for n, _ in out_nodes], in_tree)
     tape, kept = trace.tape, trace.kept
+    node, pos = out_nodes[0] if len(out_nodes) == 1 else (None, None)
+    o = out_vals[0] if out_vals else None
+    one_one = len(leaves) == 1 and in_nodes[0] is not None and node is not None and \
+        pos is None and (type(o) is _ndarray or isinstance(o, np.generic)) and (node, o.shape)
     out_vals = unalias(out_vals, leaves)
     out = out_vals[0] if out_tree is _LEAF else tree_util.unflatten(out_tree, out_vals)
 
     def pull_leaves(ct_leaves):
+        if one_one:             # one output traced here, one input: grad(f)(x), written out
+            c = ct_leaves[0]
+            if type(c) is _ndarray and c.shape == one_one[1]:
+                kept.check()
+                g = backward(tape, {one_one[0]: c}).get(in_nodes[0])
+                g = zero_like(leaves[0], "grad") if g is None else to_user(g, leaves[0])
+                return unalias([g], ct_leaves)
         paths = None
         seeds = {}
         for k, (c, o, (node, pos)) in enumerate(zip(ct_leaves, out_vals, out_nodes)):
@@ -169,6 +186,9 @@ def _vjp(f, primals, has_aux, reusable=True):
             else:
                 grads.append(to_user(g, x))
         return unalias(grads, ct_leaves)
+
+    if not reusable:            # (grad's: it calls pull_leaves itself)
+        return out, None, aux, pull_leaves, in_tree
 
     def pullback(ct):
         ct_leaves, ct_tree = tree_util.flatten(ct)
@@ -265,6 +285,13 @@ def value_and_grad(f: Callable[P, Any], argnums: ArgNums = 0, has_aux: bool = Fa
     See also:
         [`grad`][rune.grad], [`vjp`][rune.vjp].
     """
+    return _value_and_grad(f, argnums, has_aux, allow_int, holomorphic, "value_and_grad")
+
+
+def _value_and_grad(f, argnums, has_aux, allow_int, holomorphic, which):
+    """``value_and_grad`` (``which``) or ``grad``: one function for both (no frame more)."""
+    only_grad = which == "grad"
+
     def value_and_grad_f(*args, **kwargs):
         if first_only and len(args) == 1 and not kwargs and type(args[0]) is _ndarray \
                 and args[0].dtype.kind in "fc" and not holomorphic:   # grad(f)(x), one array
@@ -285,12 +312,14 @@ def value_and_grad(f: Callable[P, Any], argnums: ArgNums = 0, has_aux: bool = Fa
         if pick is not None:
             grads = pick(grads)
         g_out = grads[0] if single else grads
+        if only_grad:
+            return (g_out, aux) if has_aux else g_out
         if has_aux:
             return (out, aux), g_out
         return out, g_out
 
     first_only = type(argnums) is int and argnums == 0
-    wrap_name(value_and_grad_f, f, "value_and_grad")
+    wrap_name(value_and_grad_f, f, which)
     return value_and_grad_f
 
 
@@ -340,17 +369,7 @@ def grad(f: Callable[P, Any], argnums: ArgNums = 0, has_aux: bool = False,
         [`elementwise_grad`][rune.elementwise_grad], [`jacrev`][rune.jacrev],
         [`hessian`][rune.hessian].
     """
-    vg = value_and_grad(f, argnums, has_aux, allow_int, holomorphic=holomorphic)
-
-    def grad_f(*args, **kwargs):
-        res = vg(*args, **kwargs)
-        if has_aux:
-            (_, aux), g = res
-            return g, aux
-        return res[1]
-
-    wrap_name(grad_f, f, "grad")
-    return grad_f
+    return _value_and_grad(f, argnums, has_aux, allow_int, holomorphic, "grad")
 
 
 def stop_gradient(x: T) -> T:

@@ -189,9 +189,9 @@ class ReverseTrace(Trace):
             self.tape.append(node)
         if prim.multiple_results:
             return tuple(ReverseTracer(o, self, node, k) for k, o in enumerate(out))
-        if type(out) is _ndarray:     # ReverseTracer(out, self, node), written out
-            t = _new(_ReverseArrayTracer if out.ndim else ReverseTracer)
-            t._val = out
+        if type(out) is _ndarray or isinstance(out, np.generic):  # ReverseTracer(out, self,
+            t = _new(_ReverseArrayTracer if out.ndim else ReverseTracer)    # node), written
+            t._val = out                                                   # out
             t._trace = self
             t._node = node
             t._pos = None

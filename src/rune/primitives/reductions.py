@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .shape import broadcast_like, reshape_p
+from .shape import _empty, _prod, broadcast_like, reshape_p
 from ..core import Primitive, vjp_rule
 from ._util import shape, to_front, weight_dtype
 
@@ -30,6 +30,12 @@ def kept_shape(xshape, axis):
 
 def _expand_back(ct, x, axis, keepdims):
     """A reduced cotangent ``ct`` broadcast back to ``x``'s shape."""
+    if type(ct) is np.ndarray and ct.ndim == 0 and getattr(x, "chunks", None) is None:
+        xshape = shape(x)       # a small array's sum: its cotangent, filled (what
+        if _prod(xshape) <= 256:    # broadcast_like gives it, without the steps)
+            out = _empty(xshape, ct.dtype)     # (NumPy's own, not a buffer's maker)
+            out[...] = ct
+            return out
     if not keepdims:        # (the primitive: np.reshape's dispatch is for the user's calls;
         kept = kept_shape(shape(x), axis)   # a plain array's own method)
         ct = ct.reshape(kept) if type(ct) is np.ndarray else reshape_p(ct, shape=kept)
