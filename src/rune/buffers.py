@@ -543,6 +543,7 @@ def array_ufunc(ufunc, method, inputs, kwargs):
     return out[0] if len(out) == 1 else out
 
 
+_LIKE = {np.empty_like, np.zeros_like, np.ones_like, np.full_like}
 # NumPy functions whose first argument is written into
 _DESTINATIONS = {np.copyto: "dst", np.put: "a", np.putmask: "a", np.place: "arr",
                  np.put_along_axis: "arr", np.fill_diagonal: "a"}
@@ -552,6 +553,9 @@ def array_function(func, args, kwargs):
     """``func(*args, **kwargs)`` (dispatched by NumPy's ``__array_function__``) with
     buffers among the arguments, as :func:`array_ufunc` does it."""
     trace = _top((args, kwargs))
+    if func in _LIKE and type(args[0]) is Shadowed and not _holds_traced(args[1:] + tuple(
+            kwargs.values())):      # np.ones_like(buf): a new buffer, NumPy's layout
+        return _mark(func(_ndarray.view(args[0], _ndarray), *args[1:], **kwargs), 3)
     out = kwargs.get("out")
     if isinstance(out, Buffer):
         kwargs = dict(kwargs, out=_target(out, trace, OutRefusedError))
