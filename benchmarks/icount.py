@@ -49,6 +49,11 @@ CASES = {
               "import numpy as np\nimport workloads as w\nx = np.linspace(0.1, 0.9, 16)\n"
               "g = rune.grad(w.chain27)\n",
               (10, 60), 200),
+    "chain-floor": ("instructions per operation of the same chain's gradient through the "
+                    "smallest Python tape (tape_floor.py: the floor of an eager design)",
+                    "tf.grad(tf.chain, x)",
+                    "import numpy as np\nimport tape_floor as tf\nx = np.linspace(0.1, 0.9, 16)\n",
+                    (10, 60), 200),
     "mlp8": ("instructions per call of value_and_grad of a 64-32-10 MLP on a batch of 8",
              "g(P)",
              "import workloads as w\nP = w.mlp8_params()\ng = rune.value_and_grad(w.mlp8_loss)\n",

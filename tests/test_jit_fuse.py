@@ -158,3 +158,19 @@ def test_the_module_examples_run():
     import doctest
     result = doctest.testmod(jit_fuse)
     assert result.attempted >= 3 and result.failed == 0
+
+
+def test_errstate_raise_runs_the_unfused_program_and_raises_as_eager_does():
+    f = lambda x: np.sum((x * 2.0 - 1.0) / (x - 1.0) * x)     # noqa: E731
+    j = rune.jit(f)
+    x, y = np.array([0.5, 2.0, 3.0]), np.array([1.0, 2.0, 3.0])
+    j(x)
+    assert "fused" in j.listing(x)
+    with np.errstate(divide="raise"):
+        with pytest.raises(FloatingPointError):
+            f(y)
+        with pytest.raises(FloatingPointError):
+            j(y)                    # replayed: a fused run would have given inf quietly
+    with np.errstate(all="ignore"):
+        _bits_equal(j(y), f(y))
+    _bits_equal(j(x), f(x))

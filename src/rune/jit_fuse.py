@@ -20,7 +20,9 @@ reads its result when nothing else does, so a fused call has one result, and eac
 inside it is computed once (numexpr merges repeated subexpressions).  Runs of fewer than
 :data:`MIN_RUN` operations stay NumPy calls.  What a fused program does not do is report
 floating-point warnings (NumPy's ``errstate``): an invalid value in a fused run is NaN,
-silently, as in a replayed program that warned once when recorded.
+silently, as in a replayed program that warned once when recorded; under
+``np.errstate(...="raise")`` (or ``"call"``, ``"log"``) the unfused program runs instead, and
+raises as eager code does.
 
 ``RUNE_JIT_FUSE=0`` in the environment turns fusion off.
 
@@ -39,7 +41,7 @@ import numpy as np
 
 from .jit_fold import readers
 
-__all__ = ["fuse", "exact_ops", "MIN_RUN"]
+__all__ = ["fuse", "exact_ops", "MIN_RUN", "errstate", "quiet_now", "QUIET"]
 
 MIN_RUN = 3          # operations a fused call must replace to be cheaper than NumPy's
 _MAX_OPS = 400       # a run's expression, repeated subexpressions counted each time
@@ -121,6 +123,22 @@ def exact_ops():
                 ok[name] = form
     _checked = ok
     return ok
+
+
+try:                    # NumPy's floating-point error state: one object a state (a C call)
+    errstate = np._core._ufunc_config._extobj_contextvar.get
+except AttributeError:  # (another NumPy: np.geterr() on every call)
+    errstate = object
+QUIET = [None]          # the last state seen to only warn or ignore
+
+
+def quiet_now():
+    """Whether NumPy's error state only warns or ignores (then a fused run, which reports
+    nothing, gives what the kernels would: else the unfused program runs, and raises)."""
+    if any(mode not in ("ignore", "warn", "print") for mode in np.geterr().values()):
+        return False
+    QUIET[0] = errstate()
+    return True
 
 
 class Fused:

@@ -18,7 +18,7 @@ import numpy as np
 
 from . import tree as tree_util
 from .jit_fold import fold_negations
-from .jit_fuse import Fused, fuse
+from .jit_fuse import QUIET, Fused, errstate, fuse, quiet_now
 from .kept import _checksum
 
 __all__ = ["Program"]
@@ -70,15 +70,18 @@ class Program:
             n_ops = _body(lines, plain, out_refs, keep, const, ref, "    ")
             lines.append(f"    {ret}")
         else:   # a numexpr call must not run in two threads at once: a second thread
-            params = lines[0][len("def replay"):]   # runs the unfused program meanwhile
+            params = lines[0][len("def replay"):]   # runs the unfused program meanwhile,
+            # as does a call under np.errstate(...="raise") (a fused run reports nothing)
             lines[0] = f"def _plain{params}"
             _body(lines, plain, out_refs, keep, const, ref, "    ")
             lines += [f"    {ret}", f"def replay{params}",
-                      f"    if not _lock.acquire(False): return _plain{params[:-1]}",
+                      f"    if _errstate() is not _quiet[0] and not _quiet_now() or not "
+                      f"_lock.acquire(False): return _plain{params[:-1]}",
                       "    try:"]
             n_ops = _body(lines, fused, out_refs, keep, const, ref, "        ")
             lines += [f"        {ret}", "    finally:", "        _lock.release()"]
-            env["_lock"] = threading.Lock()
+            env.update(_lock=threading.Lock(), _errstate=errstate, _quiet=QUIET,
+                       _quiet_now=quiet_now)
         source = "\n".join(lines) + "\n"
         exec(compile(source, "<rune.jit program>", "exec"), env)
         self.run = env["replay"]
