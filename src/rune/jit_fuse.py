@@ -4,8 +4,8 @@ At the sizes where ``jit`` matters most (tens of elements), a NumPy kernel call 
 3,500 instructions whatever it computes: argument parsing, dtype resolution, the loop's
 selection, the result's allocation.  A backward pass is mostly products and sums of
 values the forward pass kept, so it is mostly that fixed cost.  numexpr (an optional,
-well-kept library: ``pip install rune[jit]``) evaluates a whole expression in one call,
-for about 6,000 instructions plus 600 an operation.
+well-kept library: ``pip install "rune-autodiff[jit]"``) evaluates a whole expression in
+one call, for about 6,000 instructions plus 600 an operation.
 
 Only what numexpr computes *exactly as NumPy does* is fused, so a fused program's results
 equal eager rune's bit for bit: IEEE's correctly rounded ``+ - * /`` and ``sqrt``,
