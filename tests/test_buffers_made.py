@@ -72,3 +72,14 @@ def test_full_like_of_a_buffer_with_a_traced_fill_value_is_traced():
     x = np.array([0.5, -1.0, 2.0])
     np.testing.assert_allclose(rune.grad(lambda x: np.sum(f(x)))(x),
                                rune.grad(lambda x: np.sum(x[0] * x))(x), rtol=1e-15)
+
+
+def test_like_of_a_written_buffer_by_keyword():
+    # np.ones_like(a=buf): NumPy's dispatch passes the buffer as a keyword (no args)
+    def f(x):
+        c = np.zeros(3)
+        c[...] = x * 2.0
+        return np.sum(np.ones_like(a=c) * c)
+
+    x = np.array([0.5, -1.0, 2.0])
+    np.testing.assert_allclose(rune.grad(f)(x), [2.0, 2.0, 2.0], rtol=1e-15)

@@ -174,3 +174,15 @@ def test_errstate_raise_runs_the_unfused_program_and_raises_as_eager_does():
     with np.errstate(all="ignore"):
         _bits_equal(j(y), f(y))
     _bits_equal(j(x), f(x))
+
+
+def test_a_run_numexpr_cannot_compile_stays_numpy_calls(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise ValueError("too many registers")
+    monkeypatch.setattr(numexpr, "NumExpr", refuse)
+    f = lambda x: (x * 3.0 - x / 7.0) * (x + 1.0) - x      # noqa: E731
+    j = rune.jit(f)
+    x = np.linspace(-1.0, 1.0, 5)
+    j(x)
+    assert "fused" not in j.listing(x)
+    _bits_equal(j(x * 2), f(x * 2))

@@ -553,8 +553,8 @@ def array_function(func, args, kwargs):
     """``func(*args, **kwargs)`` (dispatched by NumPy's ``__array_function__``) with
     buffers among the arguments, as :func:`array_ufunc` does it."""
     trace = _top((args, kwargs))
-    if func in _LIKE and type(args[0]) is Shadowed and not _holds_traced(args[1:] + tuple(
-            kwargs.values())):      # np.ones_like(buf): a new buffer, NumPy's layout
+    if func in _LIKE and args and type(args[0]) is Shadowed and not _holds_traced(
+            args[1:] + tuple(kwargs.values())):     # np.ones_like(buf): a new buffer
         return _mark(func(_ndarray.view(args[0], _ndarray), *args[1:], **kwargs), 3)
     out = kwargs.get("out")
     if isinstance(out, Buffer):

@@ -265,8 +265,11 @@ def _compile(code, root, ks, forms):
     if len(inputs) > _MAX_INPUTS:
         return None
     names = list(inputs.values())
-    prog = ne.NumExpr(expr, signature=[(n, kind) for n, _, kind in names],
-                      optimization="none")
+    try:
+        prog = ne.NumExpr(expr, signature=[(n, kind) for n, _, kind in names],
+                          optimization="none")
+    except Exception:       # (an expression numexpr cannot compile: the run stays NumPy's)
+        return None
     order = {n: r for n, r, _ in names}
     refs = [order[n] for n in prog.input_names]
     e = code[root]

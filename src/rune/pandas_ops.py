@@ -252,15 +252,22 @@ def _other(other):
         other, TracedArray) else np.asarray(other)
 
 
+def _aligned(labels, other):
+    """The labels a product of ``labels`` with ``other`` (by its index) runs over: pandas
+    refuses a product where either side lacks a label of the other."""
+    common = labels.union(other.index)
+    if len(common) > len(labels) or len(common) > len(other.index):
+        raise ValueError("matrices are not aligned")
+    return common
+
+
 def _frame_dot(orig):
     def dot(self, other):
         """pandas' ``DataFrame.dot`` (alignment, shapes, result types) on traced values."""
         if not (_traced(other) or _holds(self)):
             return orig(self, other)
         if isinstance(other, (pd.Series, pd.DataFrame)):
-            common = self.columns.union(other.index)
-            if len(common) > len(self.columns) or len(common) > len(other.index):
-                raise ValueError("matrices are not aligned")
+            common = _aligned(self.columns, other)
             left = self.reindex(columns=common)
             lvals, rvals = _numbers(left), _numbers(other.reindex(index=common))
         else:
@@ -283,9 +290,7 @@ def _series_dot(orig):
         if not (_traced(other) or _holds(self)):
             return orig(self, other)
         if isinstance(other, (pd.Series, pd.DataFrame)):
-            common = self.index.union(other.index)
-            if len(common) > len(self.index) or len(common) > len(other.index):
-                raise ValueError("matrices are not aligned")
+            common = _aligned(self.index, other)
             lvals = _numbers(self.reindex(index=common))
             rvals = _numbers(other.reindex(index=common))
         else:

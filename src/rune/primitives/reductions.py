@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from .shape import _empty, _prod, broadcast_like, reshape_p
-from ..core import Primitive, vjp_rule
+from ..core import Primitive, Tracer, vjp_rule
 from ._util import shape, to_front, weight_dtype
 
 
@@ -30,7 +30,8 @@ def kept_shape(xshape, axis):
 
 def _expand_back(ct, x, axis, keepdims):
     """A reduced cotangent ``ct`` broadcast back to ``x``'s shape."""
-    if type(ct) is np.ndarray and ct.ndim == 0 and getattr(x, "chunks", None) is None:
+    if type(ct) is np.ndarray and ct.ndim == 0 and not isinstance(x, Tracer) and \
+            getattr(x, "chunks", None) is None:     # (broadcast_like's own test)
         xshape = shape(x)       # a small array's sum: its cotangent, filled (what
         if _prod(xshape) <= 256:    # broadcast_like gives it, without the steps)
             out = _empty(xshape, ct.dtype)     # (NumPy's own, not a buffer's maker)
